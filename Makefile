@@ -1,0 +1,38 @@
+# The README's two commands: `make run` (build the default dataset, then serve it) and `make test`.
+PYTHON ?= python3
+# A CPU build of torch for the tests and CPU training; GPU users follow requirements-gpu.txt instead.
+TORCH ?= torch==2.13.0
+VENV := .venv
+BIN := $(VENV)/bin
+export DVC_NO_ANALYTICS := 1
+HOST ?= 127.0.0.1
+PORT ?= 7860
+
+.PHONY: run test build serve lint
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.core: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q '$(TORCH)'
+	$(BIN)/pip install -q -e '.[train,dev]'
+	touch $@ $(VENV)/.core
+
+build: $(VENV)/.core
+	$(BIN)/dvc repro
+
+serve: $(VENV)/.core
+	$(BIN)/python -m reward_api --data data/episodes --host $(HOST) --port $(PORT)
+
+run: build serve
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+
+test: lint
+	$(BIN)/pytest

@@ -1,0 +1,115 @@
+"""Typed `params.yaml`: each stage reads its own section, and bad params fail before any work.
+
+Errors name the key (`episodes.train: ...`) and the bad value, so a typo in params.yaml is caught
+at the start of `dvc repro`, not an hour into it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pipeline.schema import SPLITS
+
+DEFAULT_PARAMS = Path("params.yaml")
+FACT_SOURCES = ("geonames", "elements", "synthetic", "nq_open", "popqa", "faitheval")
+
+
+class ParamsError(ValueError):
+    """params.yaml is missing, malformed, or holds a bad value; the message names the key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FactsParams(_Section):
+    sources: list[Literal[FACT_SOURCES]] = Field(min_length=1)  # type: ignore[valid-type]
+    synthetic_entities: int = Field(gt=0, description="Fictional entities to invent; each yields several facts")
+    split_weights: dict[str, float] = Field(description="Share of facts per split, by stable hash of fact_id")
+    hub_limit: int = Field(gt=0, description="Rows read from each Hub source (nq_open, popqa, faitheval)")
+
+    @field_validator("split_weights")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        if set(value) != set(SPLITS):
+            raise ValueError(f"needs exactly the splits {list(SPLITS)}, got {sorted(value)}")
+        if any(w <= 0 for w in value.values()):
+            raise ValueError(f"every weight must be > 0, got {value}")
+        if abs(sum(value.values()) - 1.0) > 1e-9:
+            raise ValueError(f"weights must sum to 1, they sum to {sum(value.values())}")
+        return value
+
+
+class EpisodesParams(_Section):
+    train: int = Field(gt=0)
+    validation: int = Field(gt=0)
+    test: int = Field(gt=0)
+    workers: int = Field(gt=0)
+    shard_rows: int = Field(gt=0, description="Maximum rows per Parquet shard")
+    row_group_rows: int = Field(gt=0, description="Rows per row group: one id lookup reads one group")
+
+    @model_validator(mode="after")
+    def _groups_fit(self) -> EpisodesParams:
+        if self.shard_rows % self.row_group_rows:
+            raise ValueError(
+                f"shard_rows ({self.shard_rows}) must be a multiple of row_group_rows ({self.row_group_rows})"
+            )
+        return self
+
+    def counts(self) -> dict[str, int]:
+        return {split: getattr(self, split) for split in SPLITS}
+
+
+class HubParams(_Section):
+    repo_id: str = Field(description="Hub dataset repo, e.g. org/context-corruption; empty: do not publish")
+    revision_tag: str = Field(description="Tag created on the pushed commit, e.g. v1")
+    private: bool
+
+
+Section = TypeVar("Section", bound=BaseModel)
+
+
+def read_params(path: Path = DEFAULT_PARAMS) -> dict:
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError as err:
+        raise ParamsError(f"{path}: file not found") from err
+    except yaml.YAMLError as err:
+        raise ParamsError(f"{path}: not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise ParamsError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def seed(data: dict, path: Path = DEFAULT_PARAMS) -> int:
+    value = data.get("seed")
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ParamsError(f"{path}: seed: must be a non-negative integer, got {value!r}")
+    return value
+
+
+def section(data: dict, name: str, model: type[Section], path: Path = DEFAULT_PARAMS) -> Section:
+    """Validate one top-level section; the error lists every bad key as `name.key: problem (got value)`."""
+    if name not in data:
+        raise ParamsError(f"{path}: missing section '{name}'")
+    try:
+        return model.model_validate(data[name])
+    except ValidationError as err:
+        problems = []
+        for e in err.errors():
+            key = ".".join(str(p) for p in (name, *e["loc"]))
+            got = "" if e["type"] == "missing" else f" (got {e.get('input')!r})"
+            problems.append(f"{key}: {e['msg']}{got}")
+        raise ParamsError(f"{path}: " + "; ".join(problems)) from None
+
+
+def params_hash(*parts: object) -> str:
+    """sha256 of canonical JSON, for the manifest: the same params always hash the same."""
+    canon = json.dumps([p.model_dump(mode="json") if isinstance(p, BaseModel) else p for p in parts], sort_keys=True)
+    return hashlib.sha256(canon.encode()).hexdigest()

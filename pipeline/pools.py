@@ -1,0 +1,43 @@
+"""Name pools built once per build from Faker: fictional people, companies, places and jobs.
+
+Faker is far too slow to call per episode, so each build draws fixed-size pools from a seeded
+instance and everything downstream indexes into them. Faker is pinned exactly in pyproject.toml:
+its output changes between releases, and the pools are part of the dataset's content.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from faker import Faker
+
+POOL_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class Pools:
+    person: tuple[str, ...]
+    organization: tuple[str, ...]
+    place: tuple[str, ...]
+    occupation: tuple[str, ...]
+
+
+def _unique(draw, size: int) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for _ in range(size * 20):
+        seen.setdefault(draw(), None)
+        if len(seen) == size:
+            break
+    return tuple(seen)
+
+
+def build_pools(seed: int, size: int = POOL_SIZE) -> Pools:
+    """Deterministic for a given (seed, size, Faker version); each pool has unique entries in draw order."""
+    fake = Faker("en_US", use_weighting=False)
+    fake.seed_instance(seed)
+    return Pools(
+        person=_unique(lambda: f"{fake.first_name()} {fake.last_name()}", size),
+        organization=_unique(fake.company, size),
+        place=_unique(fake.city, size),
+        occupation=_unique(lambda: fake.job().split(",")[0], min(size, 512)),
+    )

@@ -1,0 +1,103 @@
+"""The data contract shared by every part: episode and fact schemas, hidden columns, manifest.
+
+Schema version 1 (DESIGN §3). `reward_api` and `train` import from here; nothing here imports them.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+# The reward formula's version (DESIGN §5). Lives here so the manifest can record it without the
+# pipeline importing the server; `reward_api.scoring` re-exports it.
+REWARD_VERSION = "v1"
+
+NUM_DOCS = 8
+MAX_BUDGET = 12
+SPLITS = ("train", "validation", "test")
+# Difficulty tiers: task TASKS[k - 1] has k corrupt documents.
+TASKS = ("easy", "medium", "hard", "adversarial")
+# Corruption kinds by escalation level; a corrupt document of rank r (0-based) gets CORRUPTION_LEVELS[r].
+CORRUPTION_LEVELS = ("number", "entity", "inversion", "coherent")
+CORRUPTION_KINDS = ("none", *CORRUPTION_LEVELS)
+ANSWER_TYPES = ("year", "quantity", "person", "place", "organization", "text")
+
+DOCUMENT_TYPE = pa.struct(
+    [
+        pa.field("doc_id", pa.int8(), nullable=False),
+        pa.field("title", pa.string(), nullable=False),
+        pa.field("content", pa.string(), nullable=False),
+    ]
+)
+
+EPISODE_SCHEMA = pa.schema(
+    [
+        pa.field("episode_id", pa.int64(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),
+        pa.field("task", pa.string(), nullable=False),
+        pa.field("question", pa.string(), nullable=False),
+        pa.field("documents", pa.list_(pa.field("element", DOCUMENT_TYPE, nullable=False)), nullable=False),
+        pa.field("max_budget", pa.int8(), nullable=False),
+        pa.field("fact_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("answer_type", pa.string(), nullable=False),
+        pa.field("answer", pa.string(), nullable=False),
+        pa.field("answer_aliases", pa.list_(pa.field("element", pa.string(), nullable=False)), nullable=False),
+        pa.field("corrupt_ids", pa.list_(pa.field("element", pa.int8(), nullable=False)), nullable=False),
+        pa.field("doc_corruption", pa.list_(pa.field("element", pa.string(), nullable=False)), nullable=False),
+        pa.field("doc_claims", pa.list_(pa.field("element", pa.string(), nullable=True)), nullable=False),
+    ],
+    metadata={"schema_version": str(SCHEMA_VERSION)},
+)
+
+VISIBLE_COLUMNS = ("episode_id", "split", "task", "question", "documents", "max_budget")
+HIDDEN_COLUMNS = tuple(name for name in EPISODE_SCHEMA.names if name not in VISIBLE_COLUMNS)
+
+FACT_SCHEMA = pa.schema(
+    [
+        pa.field("fact_id", pa.string(), nullable=False),
+        pa.field("question", pa.string(), nullable=False),
+        pa.field("answer", pa.string(), nullable=False),
+        pa.field("answer_aliases", pa.list_(pa.field("element", pa.string(), nullable=False)), nullable=False),
+        pa.field("answer_type", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("subject", pa.string(), nullable=False),
+        pa.field("relation", pa.string(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),
+    ]
+)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ShardInfo(_Frozen):
+    """One Parquet file: a contiguous id range of one split."""
+
+    path: str = Field(description="Path relative to the dataset folder, e.g. data/train-00000-of-00004.parquet")
+    split: str
+    first_id: int = Field(ge=0)
+    num_rows: int = Field(ge=1)
+    num_row_groups: int = Field(ge=1)
+    bytes: int = Field(ge=1)
+    sha256: str
+
+
+class SplitInfo(_Frozen):
+    first_id: int = Field(ge=0, description="Ids of a split are first_id .. first_id + num_rows - 1")
+    num_rows: int = Field(ge=0)
+
+
+class Manifest(_Frozen):
+    """`manifest.json`: everything a reader needs to find an episode without scanning files."""
+
+    schema_version: int = SCHEMA_VERSION
+    reward_version: str = REWARD_VERSION
+    seed: int
+    params_hash: str = Field(description="sha256 of the canonical JSON of the params that built the dataset")
+    row_group_rows: int = Field(ge=1, description="Rows per row group (the last group of a shard may be shorter)")
+    splits: dict[str, SplitInfo]
+    shards: list[ShardInfo]
+    versions: dict[str, str] = Field(default_factory=dict, description="Library versions that wrote the files")

@@ -1,0 +1,37 @@
+"""Shared fixtures: a small dataset built by the real pipeline, once per test session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.params import EpisodesParams, FactsParams
+
+SEED = 1234
+SMALL_FACTS = FactsParams(
+    sources=["geonames", "elements", "synthetic"],
+    synthetic_entities=300,
+    split_weights={"train": 0.8, "validation": 0.1, "test": 0.1},
+    hub_limit=100,
+)
+SMALL_EPISODES = EpisodesParams(train=1200, validation=300, test=300, workers=1, shard_rows=512, row_group_rows=64)
+
+
+@pytest.fixture(scope="session")
+def facts_dir(tmp_path_factory) -> Path:
+    from pipeline.facts import build_facts, write_facts
+
+    out = tmp_path_factory.mktemp("facts")
+    write_facts(build_facts(SMALL_FACTS, SEED), out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def dataset_dir(tmp_path_factory, facts_dir) -> Path:
+    """A Hub-layout dataset folder (shards, manifest.json, README.md) built by the real episodes stage."""
+    from pipeline.episodes import build_episodes
+
+    out = tmp_path_factory.mktemp("episodes") / "episodes"
+    build_episodes(facts_dir, out, SMALL_EPISODES, SEED)
+    return out
