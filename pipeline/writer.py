@@ -1,0 +1,174 @@
+"""Hub-layout Parquet output (DESIGN §4): shard plans, shard files, the manifest, and atomic staging.
+
+Every shard holds one contiguous id range of one split, sorted by id, in row groups of exactly
+`row_group_rows` rows (the last may be shorter), so a reader maps an id to (shard, row group) with
+arithmetic on the manifest and reads one row group. Files are written under a temporary name and
+renamed, and a whole build is staged in a hidden folder: a killed build leaves nothing that a later
+stage would read as output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.schema import EPISODE_SCHEMA, SPLITS, Manifest, ShardInfo
+
+MANIFEST_NAME = "manifest.json"
+_HASH_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """One shard to write: rows first_id .. first_id + num_rows - 1 of `split`, file `index` of `count`."""
+
+    split: str
+    index: int
+    count: int
+    first_id: int
+    num_rows: int
+
+    @property
+    def path(self) -> str:
+        return f"data/{self.split}-{self.index:05d}-of-{self.count:05d}.parquet"
+
+
+def plan_shards(counts: Mapping[str, int], shard_rows: int) -> list[ShardPlan]:
+    """Shards of `shard_rows` rows (the last of a split shorter); ids are global and contiguous in SPLITS order."""
+    if set(counts) != set(SPLITS):
+        raise ValueError(f"counts needs exactly the splits {list(SPLITS)}, got {sorted(counts)}")
+    if shard_rows < 1:
+        raise ValueError(f"shard_rows must be >= 1, got {shard_rows}")
+    plans: list[ShardPlan] = []
+    first_id = 0
+    for split in SPLITS:
+        rows = counts[split]
+        if rows < 1:
+            raise ValueError(f"counts[{split!r}] must be >= 1, got {rows}")
+        count = -(-rows // shard_rows)
+        for index in range(count):
+            size = min(shard_rows, rows - index * shard_rows)
+            plans.append(ShardPlan(split, index, count, first_id, size))
+            first_id += size
+    return plans
+
+
+def check_table(table: pa.Table, plan: ShardPlan) -> None:
+    """Refuse a table that is not exactly the planned rows in EPISODE_SCHEMA: nothing is cast silently."""
+    if not table.schema.equals(EPISODE_SCHEMA, check_metadata=False):
+        expected = {f.name: f for f in EPISODE_SCHEMA}
+        got = {f.name: f for f in table.schema}
+        diffs = [
+            f"{name}: expected {expected.get(name)}, got {got.get(name)}"
+            for name in dict.fromkeys([*expected, *got])
+            if expected.get(name) is None or got.get(name) is None or not expected[name].equals(got[name])
+        ]
+        if not diffs:
+            diffs = [f"column order: expected {EPISODE_SCHEMA.names}, got {table.schema.names}"]
+        raise ValueError(f"{plan.path}: table does not match EPISODE_SCHEMA: " + "; ".join(diffs))
+    if table.num_rows != plan.num_rows:
+        raise ValueError(f"{plan.path}: expected {plan.num_rows} rows, got {table.num_rows}")
+    ids = table.column("episode_id").to_numpy()
+    expected_ids = np.arange(plan.first_id, plan.first_id + plan.num_rows, dtype=np.int64)
+    if not np.array_equal(ids, expected_ids):
+        bad = int(np.flatnonzero(ids != expected_ids)[0])
+        raise ValueError(
+            f"{plan.path}: episode_id must be {plan.first_id}..{plan.first_id + plan.num_rows - 1} in order; "
+            f"row {bad} holds {ids[bad]}, expected {expected_ids[bad]}"
+        )
+    if not pc.all(pc.equal(table.column("split"), plan.split)).as_py():
+        raise ValueError(f"{plan.path}: every row must have split {plan.split!r}")
+
+
+def write_shard(table: pa.Table, root: Path, plan: ShardPlan, row_group_rows: int) -> ShardInfo:
+    """Write one shard (zstd, page index, content-defined chunking, statistics); byte-identical for equal input."""
+    if row_group_rows < 1:
+        raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")
+    check_table(table, plan)
+    final = Path(root) / plan.path
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.tmp")
+    try:
+        with pq.ParquetWriter(
+            tmp,
+            EPISODE_SCHEMA,
+            compression="zstd",
+            write_statistics=True,
+            write_page_index=True,
+            use_content_defined_chunking=True,
+            sorting_columns=[pq.SortingColumn(0)],
+        ) as writer:
+            writer.write_table(table.replace_schema_metadata(EPISODE_SCHEMA.metadata), row_group_size=row_group_rows)
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return ShardInfo(
+        path=plan.path,
+        split=plan.split,
+        first_id=plan.first_id,
+        num_rows=plan.num_rows,
+        num_row_groups=-(-plan.num_rows // row_group_rows),
+        bytes=final.stat().st_size,
+        sha256=file_sha256(final),
+    )
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_HASH_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write beside the target and rename, so readers never see a half-written file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_manifest(root: Path, manifest: Manifest) -> None:
+    """manifest.json as canonical JSON (sorted keys, indent 2, trailing newline)."""
+    text = json.dumps(manifest.model_dump(mode="json"), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    write_text_atomic(Path(root) / MANIFEST_NAME, text)
+
+
+@contextmanager
+def staging(out_dir: Path) -> Iterator[Path]:
+    """Yield a hidden folder beside out_dir; on success it replaces out_dir, on error it is removed.
+
+    A stale staging folder (a killed build) is removed first. The old output is renamed aside before the
+    new one is renamed in, so at every instant out_dir is either absent, the old build, or the new build.
+    """
+    out_dir = Path(out_dir)
+    partial = out_dir.with_name(f".{out_dir.name}.partial")
+    old = out_dir.with_name(f".{out_dir.name}.old")
+    for stale in (partial, old):
+        if stale.exists():
+            shutil.rmtree(stale)
+    partial.mkdir(parents=True)
+    try:
+        yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if out_dir.exists():
+        os.replace(out_dir, old)
+    os.replace(partial, out_dir)
+    shutil.rmtree(old, ignore_errors=True)

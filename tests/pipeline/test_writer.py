@@ -1,0 +1,212 @@
+"""Writer: shard plans, Parquet round trip, byte-identical output, refusals, atomic staging.
+
+Also home of `episode_rows` / `write_folder`, small hand-built datasets that satisfy every invariant of
+DESIGN §3, shared with the card and validate tests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.schema import (
+    CORRUPTION_LEVELS,
+    EPISODE_SCHEMA,
+    MAX_BUDGET,
+    NUM_DOCS,
+    SPLITS,
+    TASKS,
+    Manifest,
+    SplitInfo,
+)
+from pipeline.writer import MANIFEST_NAME, ShardPlan, plan_shards, staging, write_manifest, write_shard
+
+ANSWERS = [
+    ("1887", ["1,887"], "year", "synthetic", ["1852", "1901", "1794", "1923"]),
+    ("Zoë Brontë-Li", ["Zoe Bronte Li"], "person", "synthetic", ["Ana Ruiz", "Kenji Sato", "Li Wei", "Omar Haddad"]),
+    ("東京", ["Tokyo"], "place", "geonames", ["大阪", "Kyoto", "Nagoya", "Sapporo"]),
+    ("26", [], "quantity", "elements", ["27", "24", "62", "30"]),
+]
+
+
+def episode_rows(split: str, first_id: int, num_rows: int) -> list[dict]:
+    """Valid episodes: task, corrupt docs, kinds and claims all consistent; one fact per episode id."""
+    rows = []
+    for episode_id in range(first_id, first_id + num_rows):
+        answer, aliases, answer_type, source, wrong = ANSWERS[episode_id % len(ANSWERS)]
+        k = 1 + episode_id % len(TASKS)
+        corrupt = sorted({(episode_id + 3 * r) % NUM_DOCS for r in range(k)})
+        kinds, claims, docs = [], [], []
+        for doc_id in range(NUM_DOCS):
+            rank = corrupt.index(doc_id) if doc_id in corrupt else None
+            claim = answer if rank is None else wrong[rank]
+            kinds.append("none" if rank is None else CORRUPTION_LEVELS[rank])
+            claims.append(claim)
+            content = f"Source {doc_id} on fact {episode_id}: the answer is {claim}."
+            docs.append({"doc_id": doc_id, "title": f"Report {doc_id}", "content": content})
+        rows.append(
+            {
+                "episode_id": episode_id,
+                "split": split,
+                "task": TASKS[k - 1],
+                "question": f"Question {episode_id}: what is the {answer_type}?",
+                "documents": docs,
+                "max_budget": MAX_BUDGET,
+                "fact_id": f"{split}:{episode_id}",
+                "source": source,
+                "answer_type": answer_type,
+                "answer": answer,
+                "answer_aliases": aliases,
+                "corrupt_ids": corrupt,
+                "doc_corruption": kinds,
+                "doc_claims": claims,
+            }
+        )
+    return rows
+
+
+def episode_table(plan: ShardPlan) -> pa.Table:
+    return pa.Table.from_pylist(episode_rows(plan.split, plan.first_id, plan.num_rows), schema=EPISODE_SCHEMA)
+
+
+def write_folder(root: Path, counts: dict[str, int], shard_rows: int = 16, row_group_rows: int = 4) -> Manifest:
+    """A complete dataset folder (shards + manifest.json) written by the real writer."""
+    plans = plan_shards(counts, shard_rows)
+    shards = [write_shard(episode_table(plan), root, plan, row_group_rows) for plan in plans]
+    splits = {
+        split: SplitInfo(first_id=min(p.first_id for p in plans if p.split == split), num_rows=counts[split])
+        for split in SPLITS
+    }
+    manifest = Manifest(seed=7, params_hash="0" * 64, row_group_rows=row_group_rows, splits=splits, shards=shards)
+    write_manifest(root, manifest)
+    return manifest
+
+
+def test_plan_shards_contiguous_in_split_order():
+    plans = plan_shards({"test": 5, "train": 10, "validation": 4}, shard_rows=4)
+    assert [(p.split, p.index, p.count, p.first_id, p.num_rows) for p in plans] == [
+        ("train", 0, 3, 0, 4),
+        ("train", 1, 3, 4, 4),
+        ("train", 2, 3, 8, 2),
+        ("validation", 0, 1, 10, 4),
+        ("test", 0, 2, 14, 4),
+        ("test", 1, 2, 18, 1),
+    ]
+    assert plans[0].path == "data/train-00000-of-00003.parquet"
+
+
+@pytest.mark.parametrize(
+    ("counts", "shard_rows", "message"),
+    [
+        ({"train": 1, "validation": 1}, 4, "splits"),
+        ({"train": 1, "validation": 0, "test": 1}, 4, "validation"),
+        ({"train": 1, "validation": 1, "test": 1}, 0, "shard_rows"),
+    ],
+)
+def test_plan_shards_refuses_bad_input(counts, shard_rows, message):
+    with pytest.raises(ValueError, match=message):
+        plan_shards(counts, shard_rows)
+
+
+def test_write_shard_round_trip(tmp_path):
+    plan = ShardPlan("validation", 0, 1, 100, 10)
+    table = episode_table(plan)
+    info = write_shard(table, tmp_path, plan, row_group_rows=4)
+    path = tmp_path / plan.path
+    assert info.path == plan.path and info.bytes == path.stat().st_size and info.num_row_groups == 3
+    assert pq.read_table(path).equals(table)
+    meta = pq.ParquetFile(path).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [4, 4, 2]
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+    assert meta.row_group(1).column(0).statistics.min == 104
+    assert meta.row_group(0).column(0).has_offset_index and meta.row_group(0).column(0).has_column_index
+    assert meta.schema.to_arrow_schema().metadata[b"schema_version"] == b"1"
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_write_shard_is_byte_identical(tmp_path):
+    plan = ShardPlan("train", 0, 1, 0, 9)
+    first = write_shard(episode_table(plan), tmp_path / "a", plan, row_group_rows=2)
+    second = write_shard(episode_table(plan), tmp_path / "b", plan, row_group_rows=2)
+    assert first == second
+    data = (tmp_path / "a" / plan.path).read_bytes()
+    assert data == (tmp_path / "b" / plan.path).read_bytes()
+    assert str(tmp_path).encode() not in data
+
+
+def test_write_shard_refuses_schema_mismatch(tmp_path):
+    plan = ShardPlan("train", 0, 1, 0, 3)
+    table = episode_table(plan)
+    wrong = table.set_column(5, pa.field("max_budget", pa.int64(), nullable=False), pa.array([12] * 3, pa.int64()))
+    with pytest.raises(ValueError, match="max_budget: expected"):
+        write_shard(wrong, tmp_path, plan, row_group_rows=2)
+    with pytest.raises(ValueError, match="column order"):
+        write_shard(table.select(list(reversed(table.column_names))), tmp_path, plan, row_group_rows=2)
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("table_plan", "message"),
+    [
+        (ShardPlan("train", 0, 1, 1, 4), "episode_id must be 1..4 in order; row 0 holds 0"),
+        (ShardPlan("train", 0, 1, 0, 5), "expected 5 rows, got 4"),
+        (ShardPlan("test", 0, 1, 0, 4), "every row must have split 'test'"),
+    ],
+)
+def test_write_shard_refuses_wrong_rows(tmp_path, table_plan, message):
+    table = episode_table(ShardPlan("train", 0, 1, 0, 4))
+    with pytest.raises(ValueError, match=message):
+        write_shard(table, tmp_path, table_plan, row_group_rows=2)
+
+
+def test_write_shard_refuses_unsorted_ids(tmp_path):
+    plan = ShardPlan("train", 0, 1, 0, 4)
+    table = episode_table(plan).take([0, 2, 1, 3])
+    with pytest.raises(ValueError, match="row 1 holds 2, expected 1"):
+        write_shard(table, tmp_path, plan, row_group_rows=2)
+
+
+def test_write_manifest_is_canonical(tmp_path):
+    manifest = write_folder(tmp_path, {"train": 5, "validation": 2, "test": 2}, shard_rows=4)
+    text = (tmp_path / MANIFEST_NAME).read_text()
+    data = json.loads(text)
+    assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"
+    assert Manifest.model_validate(data) == manifest
+    assert [s["path"] for s in data["shards"]][:2] == [
+        "data/train-00000-of-00002.parquet",
+        "data/train-00001-of-00002.parquet",
+    ]
+
+
+def test_staging_replaces_output_on_success(tmp_path):
+    out = tmp_path / "episodes"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    with staging(out) as stage:
+        assert stage.parent == tmp_path and stage.name.startswith(".")
+        (stage / "new.txt").write_text("new")
+        assert (out / "old.txt").exists()
+    assert [p.name for p in out.iterdir()] == ["new.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
+
+
+def test_staging_leaves_nothing_on_error(tmp_path):
+    out = tmp_path / "episodes"
+    with pytest.raises(RuntimeError, match="killed"), staging(out) as stage:
+        (stage / "half.parquet").write_bytes(b"x")
+        raise RuntimeError("killed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_staging_removes_stale_temp_folders(tmp_path):
+    out = tmp_path / "episodes"
+    for stale in (".episodes.partial", ".episodes.old"):
+        (tmp_path / stale).mkdir()
+        (tmp_path / stale / "stale.parquet").write_bytes(b"x")
+    with staging(out) as stage:
+        assert list(stage.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
