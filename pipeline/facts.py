@@ -1,0 +1,130 @@
+"""The facts stage: every configured source → one deduplicated, split-assigned table → data/facts/.
+
+`build_facts` is pure (same params and seed → identical table); `write_facts` and `main` are the I/O
+edges. Splits come from a hash of `fact_id` alone, so a fact keeps its split when sources or counts
+change and can never appear in two splits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.params import DEFAULT_PARAMS, FactsParams, read_params, section, seed
+from pipeline.pools import build_pools
+from pipeline.schema import FACT_SCHEMA, SPLITS
+from pipeline.sources import elements, geonames, hub, synthetic
+
+log = logging.getLogger(__name__)
+OUT_DIR = Path("data/facts")
+SUMMARY_KEYS = ("source", "split", "answer_type", "relation")
+
+Loader = Callable[[FactsParams, int, Mapping[str, str]], pl.DataFrame]
+LOADERS: dict[str, Loader] = {
+    "geonames": lambda params, seed, paths: geonames.facts(),
+    "elements": lambda params, seed, paths: elements.facts(),
+    "synthetic": lambda params, seed, paths: synthetic.facts(seed, params.synthetic_entities, build_pools(seed)),
+    **{
+        name: (lambda params, seed, paths, name=name: hub.LOADERS[name](paths.get(name), params.hub_limit))
+        for name in hub.LOADERS
+    },
+}
+
+
+def split_of(fact_id: str, weights: Mapping[str, float]) -> str:
+    """blake2b(fact_id) → a uniform number in [0, 1) → the split whose cumulative weight covers it."""
+    u = int.from_bytes(hashlib.blake2b(fact_id.encode(), digest_size=8).digest(), "big") / 2.0**64
+    total = 0.0
+    for split in SPLITS:
+        total += weights[split]
+        if u < total:
+            return split
+    return SPLITS[-1]  # u is just below 1 and the weights sum to 1 - 1e-12
+
+
+def _normalised(column: str) -> pl.Expr:
+    return (
+        pl.col(column)
+        .str.to_lowercase()
+        .str.replace_all(r"[^\w\s]", "")
+        .str.replace_all(r"\s+", " ")
+        .str.strip_chars()
+    )
+
+
+def deduplicate(facts: pl.DataFrame) -> pl.DataFrame:
+    """Drop every fact whose normalised question has more than one answer; keep the first (by fact_id) of repeats."""
+    return (
+        facts.sort("fact_id")
+        .with_columns(_q=_normalised("question"), _a=_normalised("answer"))
+        .filter(pl.col("_a").n_unique().over("_q") == 1)
+        .unique(subset="_q", keep="first", maintain_order=True)
+        .drop("_q", "_a")
+    )
+
+
+def build_facts(params: FactsParams, seed: int, *, hub_paths: Mapping[str, str] | None = None) -> pa.Table:
+    """The facts table (FACT_SCHEMA), deduplicated, rows sorted by fact_id.
+
+    `hub_paths` overrides the Hub dataset id of nq_open / popqa / faitheval (e.g. a local folder).
+    """
+    frames = [LOADERS[name](params, seed, hub_paths or {}) for name in params.sources]
+    facts = deduplicate(pl.concat(frames))
+    splits = [split_of(fact_id, params.split_weights) for fact_id in facts["fact_id"]]
+    facts = facts.with_columns(split=pl.Series(splits, dtype=pl.String)).sort("fact_id")
+    return facts.select(FACT_SCHEMA.names).to_arrow().cast(FACT_SCHEMA)
+
+
+def summarise(table: pa.Table) -> dict:
+    frame = pl.from_arrow(table)
+    counts = {key: dict(sorted(frame.group_by(key).len().iter_rows())) for key in SUMMARY_KEYS}
+    return {"facts": table.num_rows, **{f"by_{key}": value for key, value in counts.items()}}
+
+
+def _replace(path: Path, write: Callable[[Path], None]) -> None:
+    """Write to a hidden temporary name, then rename: a reader never sees a half-written file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def write_facts(table: pa.Table, out_dir: Path) -> None:
+    """out_dir/facts.parquet (zstd, FACT_SCHEMA) and out_dir/summary.json (counts per source/split/type/relation)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = table.cast(FACT_SCHEMA)
+    _replace(out_dir / "facts.parquet", lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+    summary = json.dumps(summarise(table), indent=2) + "\n"
+    _replace(out_dir / "summary.json", lambda tmp: tmp.write_text(summary))
+
+
+def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
+    data = read_params(params_path)
+    build_seed = seed(data, params_path)
+    params = section(data, "facts", FactsParams, params_path)
+    start = time.perf_counter()
+    table = build_facts(params, build_seed)
+    write_facts(table, out_dir)
+    summary = summarise(table)
+    log.info(
+        "facts: %d in %.1f s → %s | by source %s | by split %s",
+        table.num_rows,
+        time.perf_counter() - start,
+        out_dir,
+        summary["by_source"],
+        summary["by_split"],
+    )
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    main()

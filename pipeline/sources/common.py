@@ -1,0 +1,91 @@
+"""What every source shares: the column set, number formatting and answer-type inference."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import polars as pl
+import pyarrow as pa
+
+FACT_COLUMNS = {
+    "fact_id": pl.String,
+    "question": pl.String,
+    "answer": pl.String,
+    "answer_aliases": pl.List(pl.String),
+    "answer_type": pl.String,
+    "source": pl.String,
+    "subject": pl.String,
+    "relation": pl.String,
+}
+_ARROW = {name: pa.list_(pa.string()) if name == "answer_aliases" else pa.string() for name in FACT_COLUMNS}
+_INTEGER = re.compile(r"[+-]?\d{1,3}(,\d{3})+|[+-]?\d+")
+_DECIMAL = re.compile(r"[+-]?\d+\.\d+")
+
+
+class FactRows:
+    """Collects one source's facts row by row; `frame()` makes the typed DataFrame (typed even when empty)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.columns: dict[str, list] = {name: [] for name in FACT_COLUMNS}
+
+    def add(
+        self, fact_id: str, relation: str, subject: str, question: str, answer: str, aliases: list[str], kind: str
+    ) -> None:
+        for name, value in (
+            ("fact_id", fact_id),
+            ("question", question),
+            ("answer", answer),
+            ("answer_aliases", [a for a in dict.fromkeys(aliases) if a and a != answer]),
+            ("answer_type", kind),
+            ("source", self.source),
+            ("subject", subject),
+            ("relation", relation),
+        ):
+            self.columns[name].append(value)
+
+    def frame(self) -> pl.DataFrame:
+        # Through Arrow: polars builds a list column from Python lists ~10x slower than pyarrow does.
+        arrow = pa.table({name: pa.array(values, type=_ARROW[name]) for name, values in self.columns.items()})
+        return pl.from_arrow(arrow).cast(FACT_COLUMNS)
+
+
+def quantity(value: int) -> str:
+    """Counts are written with thousands separators, e.g. 67,750,000."""
+    return f"{value:,}"
+
+
+def quantity_aliases(value: int) -> list[str]:
+    """The plain-digit spelling of a count, when it differs from the canonical one."""
+    return [str(value)] if value >= 1000 else []
+
+
+def ascii_fold(text: str) -> str:
+    """'Bogotá' → 'Bogota': the spelling people type when their keyboard lacks the accent."""
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+
+
+def folded_aliases(text: str) -> list[str]:
+    folded = ascii_fold(text)
+    return [folded] if folded and folded != text else []
+
+
+def infer_answer_type(answer: str) -> str:
+    """For sources without typed answers: a 4-digit 1000–2100 is a year, other numbers quantities, else text."""
+    text = answer.strip()
+    if re.fullmatch(r"\d{4}", text) and 1000 <= int(text) <= 2100:
+        return "year"
+    if _INTEGER.fullmatch(text) or _DECIMAL.fullmatch(text):
+        return "quantity"
+    return "text"
+
+
+def canonical_number(answer: str) -> tuple[str, list[str]]:
+    """Integers get thousands separators (the plain form becomes an alias); everything else is kept as is."""
+    text = answer.strip()
+    if _INTEGER.fullmatch(text) and not (re.fullmatch(r"\d{4}", text) and 1000 <= int(text) <= 2100):
+        value = int(text.replace(",", ""))
+        canonical = quantity(value)
+        return canonical, [alias for alias in dict.fromkeys([text, str(value)]) if alias != canonical]
+    return text, []

@@ -1,0 +1,36 @@
+"""The named chemical elements from periodictable (public domain, pinned): symbols, numbers, masses."""
+
+from __future__ import annotations
+
+import periodictable
+import polars as pl
+
+from pipeline.sources.common import FactRows
+
+SOURCE = "elements"
+
+
+def atomic_mass(mass: float) -> tuple[str, list[str]]:
+    """Three decimals at most ('1.008', '4.003', '294'); the one- and two-decimal roundings are aliases."""
+
+    def fmt(places: int) -> str:
+        return f"{mass:.{places}f}".rstrip("0").rstrip(".")
+
+    return fmt(3), [fmt(2), fmt(1)]
+
+
+def facts() -> pl.DataFrame:
+    rows = FactRows(SOURCE)
+    for element in periodictable.elements:
+        if element.number < 1:  # the table's entry 0 is the free neutron, not an element
+            continue
+        name, symbol = element.name.capitalize(), element.symbol
+        mass, mass_aliases = atomic_mass(element.mass)
+        for relation, question, answer, aliases, kind in (
+            ("element_symbol", f"What is the chemical symbol of {element.name}?", symbol, [], "text"),
+            ("atomic_number", f"What is the atomic number of {element.name}?", str(element.number), [], "quantity"),
+            ("symbol_element", f"Which element has the chemical symbol {symbol}?", name, [], "text"),
+            ("atomic_mass", f"What is the standard atomic mass of {element.name}?", mass, mass_aliases, "quantity"),
+        ):
+            rows.add(f"{SOURCE}:{relation}:{symbol}", relation, name, question, answer, aliases, kind)
+    return rows.frame()

@@ -1,0 +1,35 @@
+import polars as pl
+import pytest
+
+from pipeline.sources import elements
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return elements.facts()
+
+
+def test_element_facts_are_well_formed(facts, well_formed):
+    well_formed(facts, "elements", {"element_symbol", "atomic_number", "symbol_element", "atomic_mass"})
+    assert facts.height == 4 * 118
+    assert facts["subject"].n_unique() == 118
+
+
+def test_known_element_facts(facts):
+    iron = {row["relation"]: row for row in facts.filter(pl.col("subject") == "Iron").iter_rows(named=True)}
+    assert iron["element_symbol"]["answer"] == "Fe"
+    assert iron["element_symbol"]["question"] == "What is the chemical symbol of iron?"
+    assert iron["atomic_number"]["answer"] == "26"
+    assert iron["atomic_number"]["answer_type"] == "quantity"
+    assert iron["symbol_element"]["question"] == "Which element has the chemical symbol Fe?"
+    assert iron["symbol_element"]["answer"] == "Iron"
+    assert iron["atomic_mass"]["answer"] == "55.845"
+    assert iron["atomic_mass"]["fact_id"] == "elements:atomic_mass:Fe"
+
+
+@pytest.mark.parametrize(
+    ("mass", "answer", "aliases"),
+    [(1.008, "1.008", ["1.01", "1"]), (4.002602, "4.003", ["4", "4"]), (294.0, "294", ["294", "294"])],
+)
+def test_atomic_mass_rounding(mass, answer, aliases):
+    assert elements.atomic_mass(mass) == (answer, aliases)

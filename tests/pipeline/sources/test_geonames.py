@@ -1,0 +1,57 @@
+import polars as pl
+import pytest
+
+from pipeline.sources import geonames
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return geonames.facts()
+
+
+def test_geonames_facts_are_well_formed(facts, well_formed):
+    relations = {"capital", "continent", "population", "currency", "city_country", "city_population"}
+    well_formed(facts, "geonames", relations)
+    assert set(facts["relation"]) == relations
+
+
+def test_known_country_facts(facts):
+    def answer(fact_id):
+        return facts.filter(pl.col("fact_id") == fact_id).row(0, named=True)
+
+    france = answer("geonames:capital:FR")
+    assert (france["question"], france["answer"], france["answer_type"]) == (
+        "What is the capital of France?",
+        "Paris",
+        "place",
+    )
+    assert answer("geonames:capital:GB")["question"] == "What is the capital of the United Kingdom?"
+    assert answer("geonames:continent:BR")["answer"] == "South America"
+    assert answer("geonames:currency:JP")["answer_aliases"] == ["JPY"]
+    population = answer("geonames:population:FR")
+    assert population["answer_type"] == "quantity"
+    assert population["answer"] == f"{int(population['answer_aliases'][0]):,}"
+
+
+def test_cities_are_large_and_unambiguous(facts):
+    cities = facts.filter(pl.col("relation") == "city_population")
+    assert cities.height > 4000
+    assert cities["subject"].n_unique() == cities.height
+    populations = cities["answer"].str.replace_all(",", "").cast(pl.Int64)
+    assert populations.min() >= geonames.MIN_CITY_POPULATION
+    countries = set(facts.filter(pl.col("relation") == "capital")["subject"])
+    assert not countries & set(cities["subject"])
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("France", "France"),
+        ("United States", "the United States"),
+        ("The Netherlands", "the Netherlands"),
+        ("Cayman Islands", "the Cayman Islands"),
+        ("Dominican Republic", "the Dominican Republic"),
+    ],
+)
+def test_country_names_read_naturally_mid_sentence(name, expected):
+    assert geonames.in_sentence(name) == expected

@@ -1,0 +1,80 @@
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline.pools import build_pools
+from pipeline.sources import synthetic
+
+SEED = 7
+RELATIONS = {
+    "birthplace",
+    "birth_year",
+    "occupation",
+    "employer",
+    "founder",
+    "headquarters",
+    "founded_year",
+    "employees",
+}
+
+
+@pytest.fixture(scope="module")
+def pools():
+    return build_pools(SEED)
+
+
+@pytest.fixture(scope="module")
+def facts(pools):
+    return synthetic.facts(SEED, 401, pools)
+
+
+def _by_entity(facts: pl.DataFrame, kind: str) -> dict[str, dict[str, str]]:
+    entities: dict[str, dict[str, str]] = {}
+    for row in facts.filter(pl.col("fact_id").str.contains(f":{kind}:")).iter_rows(named=True):
+        entities.setdefault(row["subject"], {})[row["relation"]] = row["answer"]
+    return entities
+
+
+def test_synthetic_facts_are_well_formed(facts, well_formed):
+    well_formed(facts, "synthetic", RELATIONS)
+    assert facts.height == 4 * 401
+    assert set(facts["relation"]) == RELATIONS
+
+
+def test_every_entity_has_a_unique_name_and_one_answer_per_relation(facts):
+    people, companies = _by_entity(facts, "person"), _by_entity(facts, "company")
+    assert (len(people), len(companies)) == (201, 200)
+    assert not set(people) & set(companies)
+    assert all(len(relations) == 4 for relations in (*people.values(), *companies.values()))
+    assert facts.select("subject", "relation").is_unique().all()
+
+
+def test_the_world_is_consistent(facts):
+    people, companies = _by_entity(facts, "person"), _by_entity(facts, "company")
+    for company in companies.values():
+        founder = people[company["founder"]]
+        assert 20 <= int(company["founded_year"]) - int(founder["birth_year"]) < 40
+        assert int(company["founded_year"]) <= 2024
+    assert {person["employer"] for person in people.values()} <= set(companies)
+
+
+def test_growing_the_entity_count_only_adds_entities(facts, pools):
+    grown = synthetic.facts(SEED, 801, pools)
+    assert grown.filter(pl.col("fact_id").is_in(facts["fact_id"].implode())).equals(facts)
+
+
+def test_different_seeds_invent_different_worlds(facts):
+    other = synthetic.facts(SEED + 1, 401)
+    assert len(set(facts["subject"]) & set(other["subject"])) < 20
+
+
+def test_assign_names_refuses_more_entities_than_names():
+    with pytest.raises(ValueError, match="synthetic_entities"):
+        synthetic.assign_names(SEED, ["a", "b"], 3, slot=0)
+    assert sorted(synthetic.assign_names(SEED, ["a", "b", "c"], 3, slot=0)) == ["a", "b", "c"]
+
+
+def test_employee_counts_have_three_significant_figures():
+    counts = synthetic.employee_counts(SEED, np.arange(2000))
+    assert counts.min() >= synthetic.EMPLOYEES[0] and counts.max() <= synthetic.EMPLOYEES[1]
+    assert all(len(str(c).rstrip("0")) <= 3 for c in counts if c >= 1000)

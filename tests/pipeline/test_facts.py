@@ -1,0 +1,125 @@
+import json
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from pipeline.facts import build_facts, deduplicate, main, split_of, write_facts
+from pipeline.params import FactsParams, ParamsError
+from pipeline.schema import ANSWER_TYPES, FACT_SCHEMA, SPLITS
+from pipeline.sources.common import FactRows
+
+SEED = 99
+WEIGHTS = {"train": 0.7, "validation": 0.2, "test": 0.1}
+SMALL_FACTS = FactsParams(
+    sources=["geonames", "elements", "synthetic"], synthetic_entities=500, split_weights=WEIGHTS, hub_limit=50
+)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return build_facts(SMALL_FACTS, SEED)
+
+
+def test_same_params_build_identical_tables(table):
+    assert build_facts(SMALL_FACTS, SEED).equals(table)
+
+
+def test_table_has_the_fact_schema_sorted_by_unique_fact_id(table):
+    assert table.schema.equals(FACT_SCHEMA)
+    ids = table["fact_id"].to_pylist()
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+    assert set(table["source"].to_pylist()) == set(SMALL_FACTS.sources)
+    assert set(table["answer_type"].to_pylist()) <= set(ANSWER_TYPES)
+    assert set(table["split"].to_pylist()) == set(SPLITS)
+
+
+def test_seed_changes_synthetic_facts_only(table):
+    other = pl.from_arrow(build_facts(SMALL_FACTS, SEED + 1))
+    frame = pl.from_arrow(table)
+    joined = frame.join(other, on="fact_id", suffix="_other")
+    assert joined.height == frame.height  # same ids: sources and entity counts decide them, not the seed
+    changed = joined.filter(pl.col("answer") != pl.col("answer_other"))
+    assert set(changed["source"]) == {"synthetic"}
+    assert changed.height > frame.filter(pl.col("source") == "synthetic").height // 2
+
+
+def test_split_shares_follow_the_weights(table):
+    shares = pl.from_arrow(table)["split"].value_counts(normalize=True)
+    for split, share in shares.iter_rows():
+        assert share == pytest.approx(SMALL_FACTS.split_weights[split], abs=0.015)
+
+
+def test_a_fact_keeps_its_split_when_others_are_added(table):
+    bigger = SMALL_FACTS.model_copy(update={"synthetic_entities": 600})
+    small = pl.from_arrow(table).select("fact_id", "split")
+    large = pl.from_arrow(build_facts(bigger, SEED)).select("fact_id", "split")
+    joined = small.join(large, on="fact_id", suffix="_large")
+    assert joined.height == small.height
+    assert (joined["split"] == joined["split_large"]).all()
+
+
+def test_split_of_is_a_pure_function_of_the_id():
+    weights = {"train": 0.5, "validation": 0.25, "test": 0.25}
+    ids = [f"synthetic:person:{k:06d}:birthplace" for k in range(4000)]
+    splits = [split_of(i, weights) for i in ids]
+    assert splits == [split_of(i, weights) for i in ids]
+    assert splits.count("validation") / len(ids) == pytest.approx(0.25, abs=0.03)
+
+
+def test_deduplicate_drops_contested_questions_and_keeps_one_repeat():
+    rows = FactRows("test")
+    rows.add("t:1", "open", "x", "What is X?", "one", [], "text")
+    rows.add("t:2", "open", "x", "what is  x", "two", [], "text")  # same question once normalised, other answer
+    rows.add("t:3", "open", "y", "What is Y?", "Why", [], "text")
+    rows.add("t:4", "open", "y", "WHAT IS Y?", "why", [], "text")  # a repeat with the same answer
+    rows.add("t:5", "open", "z", "What is Z?", "zed", [], "text")
+    assert deduplicate(rows.frame())["fact_id"].to_list() == ["t:3", "t:5"]
+
+
+def test_write_facts_round_trip(tmp_path, table):
+    write_facts(table, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["facts.parquet", "summary.json"]
+    back = pq.read_table(tmp_path / "facts.parquet")
+    assert back.schema.equals(FACT_SCHEMA) and back.equals(table)
+    assert pq.ParquetFile(tmp_path / "facts.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["facts"] == table.num_rows
+    for key in ("by_source", "by_split", "by_answer_type", "by_relation"):
+        assert sum(summary[key].values()) == table.num_rows
+    assert summary["by_source"]["elements"] == 4 * 118
+
+
+def _params_file(tmp_path: Path, **facts) -> Path:
+    data = {"seed": SEED, "facts": {**SMALL_FACTS.model_dump(), **facts}}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"synthetic_entities": 0}, "facts.synthetic_entities"),
+        ({"sources": ["geonames", "wikipedia"]}, "facts.sources"),
+        ({"split_weights": {"train": 0.9, "validation": 0.1}}, "facts.split_weights"),
+        ({"hub_limit": -1}, "facts.hub_limit"),
+        ({"extra": 1}, "facts.extra"),
+    ],
+)
+def test_main_rejects_bad_params_before_writing(tmp_path, change, key):
+    out = tmp_path / "facts"
+    with pytest.raises(ParamsError, match=key.replace(".", r"\.")):
+        main(_params_file(tmp_path, **change), out)
+    assert not out.exists()
+
+
+def test_main_writes_the_stage_output(tmp_path):
+    out = tmp_path / "facts"
+    change = {"sources": ["elements", "synthetic"], "synthetic_entities": 10}
+    main(_params_file(tmp_path, **change), out)
+    expected = build_facts(SMALL_FACTS.model_copy(update=change), SEED)
+    assert pq.read_table(out / "facts.parquet").equals(expected)
