@@ -1,0 +1,194 @@
+"""The publish stage end to end: `python -m pipeline.publish` against the loopback Hub stand-in."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from huggingface_hub import snapshot_download
+
+from tests.hubstandin import HubError, hub_standin
+
+TOKEN = "hf_standin_token"
+REPO = "acme/context-corruption"
+
+
+@pytest.fixture
+def source(tmp_path_factory) -> Path:
+    """A small Hub-layout folder: card, manifest and two Parquet shards."""
+    folder = tmp_path_factory.mktemp("source")
+    (folder / "data").mkdir()
+    for index in range(2):
+        table = pa.table({"episode_id": pa.array(range(index * 50, index * 50 + 50), pa.int64())})
+        pq.write_table(table, folder / "data" / f"train-{index:05d}-of-00002.parquet", compression="zstd")
+    (folder / "README.md").write_text(
+        "---\nconfigs:\n- config_name: default\n  data_files: data/train-*\n---\n# Card\n"
+    )
+    (folder / "manifest.json").write_text(json.dumps({"splits": {"train": 100}}) + "\n")
+    return folder
+
+
+@pytest.fixture
+def project(tmp_path, source) -> Path:
+    """A working directory laid out like the repository: params.yaml and data/episodes."""
+    shutil.copytree(source, tmp_path / "data" / "episodes")
+    write_hub_params(tmp_path, repo_id=REPO)
+    return tmp_path
+
+
+@pytest.fixture
+def hub():
+    with hub_standin(token=TOKEN) as standin:
+        yield standin
+
+
+def write_hub_params(project: Path, repo_id: str, revision_tag: str = "v1", private: bool = True) -> None:
+    hub = {"repo_id": repo_id, "revision_tag": revision_tag, "private": private}
+    (project / "params.yaml").write_text(yaml.safe_dump({"seed": 1, "hub": hub}))
+
+
+def run_publish(project: Path, endpoint: str, token: str | None = TOKEN) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env |= {"HF_ENDPOINT": endpoint, "HF_HOME": str(project / ".hf-home"), "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    if token is not None:
+        env["HF_TOKEN"] = token
+    cmd = [sys.executable, "-m", "pipeline.publish"]
+    return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=120)
+
+
+def receipt(project: Path) -> dict:
+    return json.loads((project / "data" / "publish" / "receipt.json").read_text())
+
+
+def local_files(folder: Path) -> dict[str, bytes]:
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+def remote_dataset(hub, revision: str) -> dict[str, bytes]:
+    files = hub.files(REPO, revision)
+    assert files.pop(".gitattributes")  # the Hub's own file in every repo
+    return files
+
+
+def test_publish_uploads_the_folder_and_tags_the_commit(project, hub):
+    result = run_publish(project, hub.endpoint)
+
+    assert result.returncode == 0, result.stderr
+    local = local_files(project / "data" / "episodes")
+    assert remote_dataset(hub, "v1") == local
+    assert hub.tags(REPO) == {"v1": hub.resolve(REPO, "main")}
+    assert hub.is_private(REPO)
+    assert receipt(project) == {
+        "status": "published",
+        "reason": None,
+        "repo_id": REPO,
+        "revision_tag": "v1",
+        "commit": hub.resolve(REPO, "v1"),
+        "url": f"{hub.endpoint}/datasets/{REPO}/tree/v1",
+        "files": len(local),
+        "bytes": sum(len(content) for content in local.values()),
+    }
+    text = (project / "data" / "publish" / "receipt.json").read_text()
+    assert list(json.loads(text)) == sorted(json.loads(text)), "keys are written in a fixed order"
+
+
+def test_snapshot_download_of_the_tag_returns_the_published_bytes(project, hub, tmp_path):
+    assert run_publish(project, hub.endpoint).returncode == 0
+
+    path = snapshot_download(
+        REPO, repo_type="dataset", revision="v1", endpoint=hub.endpoint, token=TOKEN, cache_dir=tmp_path / "cache"
+    )
+
+    downloaded = local_files(Path(path))
+    assert downloaded.pop(".gitattributes")
+    assert downloaded == local_files(project / "data" / "episodes")
+
+
+@pytest.mark.parametrize(
+    ("repo_id", "token", "reason"),
+    [
+        ("", TOKEN, "hub.repo_id is empty"),
+        (REPO, None, "no Hugging Face token (HF_TOKEN is unset and there is no stored login)"),
+    ],
+)
+def test_without_repo_id_or_token_publishing_is_skipped_in_one_line(project, hub, repo_id, token, reason):
+    write_hub_params(project, repo_id=repo_id)
+
+    result = run_publish(project, hub.endpoint, token=token)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"Publishing skipped: {reason}. To publish, set hub.repo_id in params.yaml "
+        "(e.g. your-org/context-corruption) and export HF_TOKEN."
+    ]
+    assert receipt(project)["status"] == "skipped"
+    assert receipt(project)["reason"] == reason
+    with pytest.raises(HubError, match="Repository not found"):
+        hub.files(REPO)
+
+
+def test_a_hub_error_exits_non_zero_and_leaves_no_receipt(project, hub):
+    stale = project / "data" / "publish" / "receipt.json"
+    stale.parent.mkdir(parents=True)
+    stale.write_text('{"status": "published"}\n')  # left by an earlier run: it must not vouch for this one
+
+    result = run_publish(project, hub.endpoint, token="hf_wrong_token")
+
+    assert result.returncode == 1
+    assert f"dataset '{REPO}' failed while creating the repo" in result.stderr
+    assert "401" in result.stderr
+    assert not (project / "data" / "publish" / "receipt.json").exists()
+
+
+@pytest.mark.parametrize(("route", "commits_after_failure"), [("commit", 1), ("tag", 2)])
+def test_an_interrupted_publish_completes_when_re_run(project, hub, route, commits_after_failure):
+    hub.fail(route, status=400)
+
+    failed = run_publish(project, hub.endpoint)
+
+    assert failed.returncode == 1
+    assert "re-run `dvc repro publish` to resume" in failed.stderr
+    assert not (project / "data" / "publish" / "receipt.json").exists()
+    assert hub.tags(REPO) == {}
+    assert len(hub.history(REPO)) == commits_after_failure  # the initial commit, plus the upload if it got through
+
+    assert run_publish(project, hub.endpoint).returncode == 0
+    assert len(hub.history(REPO)) == 2, "the re-run uploads only what is missing"
+    assert remote_dataset(hub, "v1") == local_files(project / "data" / "episodes")
+    assert receipt(project)["commit"] == hub.tags(REPO)["v1"]
+
+
+def test_re_publishing_unchanged_data_changes_nothing(project, hub):
+    assert run_publish(project, hub.endpoint).returncode == 0
+    first = (project / "data" / "publish" / "receipt.json").read_bytes()
+
+    assert run_publish(project, hub.endpoint).returncode == 0
+
+    assert len(hub.history(REPO)) == 2
+    assert (project / "data" / "publish" / "receipt.json").read_bytes() == first
+
+
+def test_a_tag_never_moves_and_a_new_tag_mirrors_the_folder(project, hub):
+    assert run_publish(project, hub.endpoint).returncode == 0
+    v1 = remote_dataset(hub, "v1")
+    episodes = project / "data" / "episodes"
+    (episodes / "data" / "train-00001-of-00002.parquet").unlink()
+    (episodes / "manifest.json").write_text(json.dumps({"splits": {"train": 50}}) + "\n")
+
+    moved = run_publish(project, hub.endpoint)
+
+    assert moved.returncode == 1
+    assert "set a new hub.revision_tag" in moved.stderr
+    assert remote_dataset(hub, "v1") == v1
+    write_hub_params(project, repo_id=REPO, revision_tag="v2")
+    assert run_publish(project, hub.endpoint).returncode == 0
+    assert remote_dataset(hub, "v2") == local_files(episodes), "files the folder no longer has are deleted"
+    assert remote_dataset(hub, "v1") == v1
