@@ -2,21 +2,42 @@
 
 Deterministic, no model in the loop. A one-shot submission {answer, flagged_ids, confidence} is the
 action trace "flag each id, then submit", so it costs len(flagged_ids) + 1 budget.
+
+Each term is written once below (`_detection`, `_false_positives`, `_efficiency`); the terms that take
+only a few integer inputs are tabulated from those functions at import, so a score rounds two floats
+instead of six. The results are identical to evaluating the formula directly (tested).
 """
 
 from __future__ import annotations
 
-import math
+import itertools
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TypedDict
 
-from pipeline.schema import MAX_BUDGET, REWARD_VERSION
+from pipeline.schema import MAX_BUDGET, NUM_DOCS, REWARD_VERSION
 
-__all__ = ["REWARD_VERSION", "REWARD_RANGE", "Breakdown", "normalize", "accepted_answers", "score", "score_submission"]
+__all__ = [
+    "REWARD_VERSION",
+    "REWARD_RANGE",
+    "Breakdown",
+    "EpisodeKey",
+    "normalize",
+    "accepted_answers",
+    "score",
+    "score_key",
+    "score_submission",
+    "score_submission_key",
+]
 
 REWARD_RANGE = (-0.2, 1.05)
+DOC_IDS = frozenset(range(NUM_DOCS))
+CORRECT, WRONG = 0.4, 0.0
+CONFIDENCE_GAIN, CONFIDENCE_LOSS = 0.1, -0.2
 _NON_WORD = re.compile(r"[^\w\s]")
+# The ASCII bytes that `[^\w\s]` removes: bytes.translate deletes them about 2x faster than the regex.
+_ASCII_NON_WORD = bytes(c for c in range(128) if _NON_WORD.match(chr(c)))
 
 
 class Breakdown(TypedDict):
@@ -30,12 +51,88 @@ class Breakdown(TypedDict):
 
 def normalize(text: str) -> str:
     """Lowercase, strip non-word characters, collapse whitespace."""
-    return " ".join(_NON_WORD.sub("", text.lower()).split())
+    lowered = text.lower()
+    if lowered.isascii():
+        return " ".join(lowered.encode().translate(None, _ASCII_NON_WORD).decode().split())
+    return " ".join(_NON_WORD.sub("", lowered).split())
 
 
 def accepted_answers(answer: str, aliases: Iterable[str] = ()) -> frozenset[str]:
     """Normalized forms that count as correct; compute once per episode when scoring many submissions."""
     return frozenset(normalize(a) for a in (answer, *aliases))
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeKey:
+    """What scoring needs from an episode's hidden columns, precomputed once per episode."""
+
+    accepted: frozenset[str]
+    corrupt: frozenset[int]
+    max_budget: int = MAX_BUDGET
+
+    @classmethod
+    def from_row(cls, answer: str, aliases: Iterable[str], corrupt_ids: Iterable[int], max_budget: int) -> EpisodeKey:
+        return cls(accepted_answers(answer, aliases), frozenset(corrupt_ids), int(max_budget))
+
+
+def _detection(true_flags: int, corrupt: int) -> float:
+    return 0.3 * true_flags / corrupt if corrupt else 0.0
+
+
+def _false_positives(false_flags: int) -> float:
+    return max(0.0, 0.2 - 0.1 * false_flags)
+
+
+def _efficiency(budget_used: int, max_budget: int) -> float:
+    return 0.05 * (1.0 - budget_used / max_budget)
+
+
+def _table(fn, *ranges):
+    """{args: (raw, rounded)}: the total sums raw terms, the breakdown shows rounded ones."""
+    return {args: (raw, round(raw, 4)) for args in itertools.product(*ranges) for raw in [fn(*args)]}
+
+
+_DETECTION = _table(_detection, range(NUM_DOCS + 1), range(NUM_DOCS + 1))
+_FALSE_POSITIVES = _table(_false_positives, range(NUM_DOCS + 1))
+_EFFICIENCY = _table(_efficiency, range(MAX_BUDGET + 1), [MAX_BUDGET])
+
+
+def _efficiency_term(budget_used: int, max_budget: int) -> tuple[float, float]:
+    term = _EFFICIENCY.get((budget_used, max_budget))
+    if term is None:
+        raw = _efficiency(budget_used, max_budget)
+        term = (raw, round(raw, 4))
+    return term
+
+
+def score_key(answer: str, flagged: frozenset[int], confidence: float, budget_used: int, key: EpisodeKey) -> Breakdown:
+    """Reward of a finished episode: the v1 formula with the episode's precomputed key."""
+    if not 0.0 <= confidence <= 1.0:  # also refuses NaN
+        raise ValueError(f"confidence must be in [0, 1], got {confidence}")
+    if not 0 <= budget_used <= key.max_budget:
+        raise ValueError(f"budget_used must be in [0, {key.max_budget}], got {budget_used}")
+    if not flagged <= DOC_IDS:
+        raise ValueError(f"flagged ids must be in 0..{NUM_DOCS - 1}, got {sorted(flagged)}")
+    correct = normalize(answer) in key.accepted
+    corrupt = key.corrupt
+    detection, detection_r = _DETECTION[len(flagged & corrupt), len(corrupt)]
+    false_pos, false_pos_r = _FALSE_POSITIVES[(len(flagged - corrupt),)]
+    efficiency, efficiency_r = _efficiency_term(budget_used, key.max_budget)
+    calibration = (CONFIDENCE_GAIN if correct else CONFIDENCE_LOSS) * confidence
+    answer_term = CORRECT if correct else WRONG
+    return {
+        "answer_correctness": answer_term,
+        "corruption_detection": detection_r,
+        "false_positive_penalty": false_pos_r,
+        "confidence_calibration": round(calibration, 4),
+        "efficiency": efficiency_r,
+        "total": round(answer_term + detection + false_pos + calibration + efficiency, 4),
+    }
+
+
+def submission_budget(flagged: frozenset[int], max_budget: int = MAX_BUDGET) -> int:
+    """Budget of the trace "flag each id, then submit" (capped at max_budget)."""
+    return min(len(flagged) + 1, max_budget)
 
 
 def score(
@@ -49,27 +146,8 @@ def score(
     max_budget: int = MAX_BUDGET,
 ) -> Breakdown:
     """Reward of a finished episode. `accepted` comes from `accepted_answers`."""
-    if not 0.0 <= confidence <= 1.0 or math.isnan(confidence):
-        raise ValueError(f"confidence must be in [0, 1], got {confidence}")
-    if not 0 <= budget_used <= max_budget:
-        raise ValueError(f"budget_used must be in [0, {max_budget}], got {budget_used}")
-    flagged = frozenset(flagged_ids)
-    correct = normalize(answer) in accepted
-    parts = (
-        0.4 if correct else 0.0,
-        0.3 * len(flagged & corrupt_ids) / len(corrupt_ids) if corrupt_ids else 0.0,
-        max(0.0, 0.2 - 0.1 * len(flagged - corrupt_ids)),
-        0.1 * confidence if correct else -0.2 * confidence,
-        0.05 * (1.0 - budget_used / max_budget),
-    )
-    return Breakdown(
-        answer_correctness=round(parts[0], 4),
-        corruption_detection=round(parts[1], 4),
-        false_positive_penalty=round(parts[2], 4),
-        confidence_calibration=round(parts[3], 4),
-        efficiency=round(parts[4], 4),
-        total=round(sum(parts), 4),
-    )
+    key = EpisodeKey(accepted, frozenset(corrupt_ids), max_budget)
+    return score_key(answer, frozenset(flagged_ids), confidence, budget_used, key)
 
 
 def score_submission(
@@ -82,6 +160,15 @@ def score_submission(
     max_budget: int = MAX_BUDGET,
 ) -> Breakdown:
     """A one-shot submission: the trace "flag each id, then submit" (budget capped at max_budget)."""
+    return score_submission_key(
+        answer, flagged_ids, confidence, EpisodeKey(accepted, frozenset(corrupt_ids), max_budget)
+    )
+
+
+def score_submission_key(answer: str, flagged_ids: Iterable[int], confidence: float, key: EpisodeKey) -> Breakdown:
+    """`score_submission` with the episode's precomputed key: the fast path for training and /score/batch.
+
+    Equals playing `game.submission_moves(...)` through `game.play` (tested).
+    """
     flagged = frozenset(flagged_ids)
-    used = min(len(flagged) + 1, max_budget)
-    return score(answer, flagged, confidence, used, accepted=accepted, corrupt_ids=corrupt_ids, max_budget=max_budget)
+    return score_key(answer, flagged, confidence, submission_budget(flagged, key.max_budget), key)
