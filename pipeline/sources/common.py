@@ -6,7 +6,6 @@ import re
 import unicodedata
 
 import polars as pl
-import pyarrow as pa
 
 FACT_COLUMNS = {
     "fact_id": pl.String,
@@ -18,7 +17,7 @@ FACT_COLUMNS = {
     "subject": pl.String,
     "relation": pl.String,
 }
-_ARROW = {name: pa.list_(pa.string()) if name == "answer_aliases" else pa.string() for name in FACT_COLUMNS}
+_SEP = "\x1f"  # ASCII unit separator: never part of an alias
 _INTEGER = re.compile(r"[+-]?\d{1,3}(,\d{3})+|[+-]?\d+")
 _DECIMAL = re.compile(r"[+-]?\d+\.\d+")
 
@@ -37,7 +36,7 @@ class FactRows:
             ("fact_id", fact_id),
             ("question", question),
             ("answer", answer),
-            ("answer_aliases", [a for a in dict.fromkeys(aliases) if a and a != answer]),
+            ("answer_aliases", _SEP.join(a for a in dict.fromkeys(aliases) if a and a != answer)),
             ("answer_type", kind),
             ("source", self.source),
             ("subject", subject),
@@ -46,9 +45,12 @@ class FactRows:
             self.columns[name].append(value)
 
     def frame(self) -> pl.DataFrame:
-        # Through Arrow: polars builds a list column from Python lists ~10x slower than pyarrow does.
-        arrow = pa.table({name: pa.array(values, type=_ARROW[name]) for name, values in self.columns.items()})
-        return pl.from_arrow(arrow).cast(FACT_COLUMNS)
+        # Aliases travel as one joined string per row and are split here: building a list column from
+        # Python lists is ~25x slower in polars, and pyarrow.array would import pandas (a second of start-up).
+        frame = pl.DataFrame(self.columns, schema={**FACT_COLUMNS, "answer_aliases": pl.String})
+        joined = pl.col("answer_aliases")
+        empty = pl.lit([], dtype=FACT_COLUMNS["answer_aliases"])
+        return frame.with_columns(answer_aliases=pl.when(joined == "").then(empty).otherwise(joined.str.split(_SEP)))
 
 
 def quantity(value: int) -> str:

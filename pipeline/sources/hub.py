@@ -34,6 +34,11 @@ def _rows(path: str, split: str, limit: int) -> Iterable[dict]:
     return load_dataset(path, split=f"{split}[:{limit}]")
 
 
+def _json_list(value: object) -> list:
+    """PopQA stores lists as JSON strings; an empty cell reads back as a missing value."""
+    return json.loads(value) if isinstance(value, str) and value.strip() else []
+
+
 def is_short(answer: str) -> bool:
     return bool(answer.strip()) and len(answer.split()) <= MAX_ANSWER_WORDS
 
@@ -79,12 +84,19 @@ def popqa(path: str | None, limit: int, split: str = "test") -> pl.DataFrame:
     """PopQA rows: id, subj, prop, obj, question, and JSON-encoded possible_answers / o_aliases."""
     rows = FactRows("popqa")
     for row in _rows(path or POPQA, split, limit):
-        answers = [row["obj"], *json.loads(row["possible_answers"]), *json.loads(row["o_aliases"] or "[]")]
-        answers = [a.strip() for a in answers if isinstance(a, str) and is_short(a)]
-        if answers and answers[0] == row["obj"].strip():
+        obj = str(row["obj"]).strip()
+        answers = [obj, *_json_list(row["possible_answers"]), *_json_list(row["o_aliases"])]
+        answers = [a.strip() for a in answers if isinstance(a, str)]
+        if is_short(obj):
             relation = snake_case(row["prop"])
             _add(
-                rows, f"popqa:{row['id']}", relation, row["subj"], row["question"], answers, POPQA_TYPES.get(relation)
+                rows,
+                f"popqa:{row['id']}",
+                relation,
+                str(row["subj"]),
+                row["question"],
+                answers,
+                POPQA_TYPES.get(relation),
             )
     return rows.frame()
 

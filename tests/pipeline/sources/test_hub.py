@@ -1,0 +1,175 @@
+"""The Hub loaders on small local folders laid out like the real datasets, read through `datasets.load_dataset`."""
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.facts import build_facts
+from pipeline.params import FactsParams
+from pipeline.sources import hub
+
+POPQA_COLUMNS = (
+    "id subj prop obj subj_id prop_id obj_id s_aliases o_aliases s_uri o_uri "
+    "s_wiki_title o_wiki_title s_pop o_pop question possible_answers"
+).split()
+
+
+def write_nq_open(root: Path) -> str:
+    """nq_open: one config folder of Parquet shards per split; question (str), answer (list[str])."""
+    rows = {
+        "question": [
+            "who wrote the iliad",
+            "when did the first world war end",
+            "how many people live in lagos",
+            "what is the plot of the novel",
+            "who sang the theme song",
+        ],
+        "answer": [
+            ["Homer"],
+            ["1918", "11 November 1918"],
+            ["15388000", "about fifteen million"],
+            ["a young man travels across the country to find his father"],  # too long: dropped
+            ["a singer whose name takes more than five words", "Jane Doe"],  # first short answer wins
+        ],
+    }
+    folder = root / "nq_open"
+    (folder / "nq_open").mkdir(parents=True)
+    schema = pa.schema([("question", pa.string()), ("answer", pa.list_(pa.string()))])
+    pq.write_table(pa.table(rows, schema=schema), folder / "nq_open" / "train-00000-of-00001.parquet")
+    validation = pa.table(
+        {"question": ["who painted the mona lisa"], "answer": [["Leonardo da Vinci"]]}, schema=schema
+    )
+    pq.write_table(validation, folder / "nq_open" / "validation-00000-of-00001.parquet")
+    return str(folder)
+
+
+def _popqa_row(id_: int, subj: str, prop: str, obj: str, question: str, o_aliases: list[str]) -> str:
+    uris = f"http://www.wikidata.org/entity/Q{id_}\thttp://www.wikidata.org/entity/Q1"
+    fields = f"{id_}\t{subj}\t{prop}\t{obj}\t{1000 + id_}\t22\t{2000 + id_}"
+    aliases = f"{json.dumps([subj + ' Sr.'])}\t{json.dumps(o_aliases)}"
+    return f"{fields}\t{aliases}\t{uris}\t{subj}\t{obj}\t142\t25692\t{question}\t{json.dumps([obj, *o_aliases])}"
+
+
+def write_popqa(root: Path) -> str:
+    """PopQA: a single test.tsv; s_aliases, o_aliases and possible_answers are JSON-encoded strings."""
+    long_genre = "a very long genre name with many words"
+    rows = [
+        _popqa_row(
+            4222362, "George Rankin", "occupation", "politician", "What is George Rankin's occupation?", ["pol"]
+        ),
+        _popqa_row(
+            1581540, "Zoe Bell", "place of birth", "Auckland", "In what city was Zoe Bell born?", ["Auckland NZ"]
+        ),
+        _popqa_row(2563911, "Lucy Lee", "father", "John Lee", "Who is the father of Lucy Lee?", []),
+        _popqa_row(900001, "France", "capital", "Paris", "What is the capital of France?", ["City of Light"]),
+        _popqa_row(900002, "Mars Hill", "genre", long_genre, "What genre is Mars Hill?", []),
+    ]
+    folder = root / "PopQA"
+    folder.mkdir()
+    (folder / "test.tsv").write_text("\n".join(["\t".join(POPQA_COLUMNS), *rows]) + "\n")
+    return str(folder)
+
+
+def write_faitheval(root: Path) -> str:
+    """FaithEval counterfactual: data/test-*.parquet with choices{label, text}, answerKey and "num of options"."""
+    questions = [
+        ("Mercury_7001", "What gas do plants absorb from the air?", ["oxygen", "nitrogen", "carbon dioxide"], "A"),
+        ("Mercury_7002", "Which of the following is a mammal?", ["shark", "whale", "trout"], "B"),
+        ("Mercury_7003", "In what year did the bridge open?", ["1888", "1932", "1960"], "B"),
+        ("Mercury_7004", "Why do leaves fall?", ["they are pushed off by new growth in the spring"] * 3, "A"),
+    ]
+    labels = ["A", "B", "C"]
+    table = pa.table(
+        {
+            "id": [q[0] for q in questions],
+            "question": [q[1] for q in questions],
+            "context": ["A passage that supports the keyed answer."] * len(questions),
+            "choices": [{"label": labels, "text": q[2]} for q in questions],
+            "answerKey": [q[3] for q in questions],
+            "num of options": [3] * len(questions),
+        }
+    )
+    folder = root / "FaithEval-counterfactual-v1.0"
+    (folder / "data").mkdir(parents=True)
+    pq.write_table(table, folder / "data" / "test-00000-of-00001.parquet")
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def hub_paths(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("hub")
+    return {"nq_open": write_nq_open(root), "popqa": write_popqa(root), "faitheval": write_faitheval(root)}
+
+
+def _rows(frame: pl.DataFrame) -> dict[str, dict]:
+    return {row["fact_id"]: row for row in frame.iter_rows(named=True)}
+
+
+def test_nq_open_keeps_short_answers_with_aliases(hub_paths, well_formed):
+    facts = hub.nq_open(hub_paths["nq_open"], limit=100)
+    well_formed(facts, "nq_open", {"open"})
+    by_question = {row["question"]: row for row in _rows(facts).values()}
+    assert set(by_question) == {
+        "Who wrote the iliad?",
+        "When did the first world war end?",
+        "How many people live in lagos?",
+        "Who sang the theme song?",
+    }
+    assert by_question["When did the first world war end?"]["answer_type"] == "year"
+    assert by_question["When did the first world war end?"]["answer_aliases"] == ["11 November 1918"]
+    lagos = by_question["How many people live in lagos?"]
+    assert (lagos["answer"], lagos["answer_type"]) == ("15,388,000", "quantity")
+    assert lagos["answer_aliases"] == ["15388000", "about fifteen million"]
+    assert by_question["Who sang the theme song?"]["answer"] == "Jane Doe"
+    assert facts["fact_id"].equals(hub.nq_open(hub_paths["nq_open"], limit=100)["fact_id"])
+
+
+def test_hub_limit_caps_the_rows_read(hub_paths):
+    assert hub.nq_open(hub_paths["nq_open"], limit=2).height == 2
+    assert hub.popqa(hub_paths["popqa"], limit=1).height == 1
+
+
+def test_popqa_decodes_json_aliases_and_names_relations(hub_paths, well_formed):
+    facts = _rows(hub.popqa(hub_paths["popqa"], limit=100))
+    well_formed(
+        hub.popqa(hub_paths["popqa"], limit=100), "popqa", {"occupation", "place_of_birth", "father", "capital"}
+    )
+    rankin = facts["popqa:4222362"]
+    assert (rankin["subject"], rankin["relation"], rankin["answer"]) == ("George Rankin", "occupation", "politician")
+    assert rankin["answer_aliases"] == ["pol"]
+    bell = facts["popqa:1581540"]
+    assert (bell["relation"], bell["answer_type"], bell["answer_aliases"]) == (
+        "place_of_birth",
+        "place",
+        ["Auckland NZ"],
+    )
+    assert facts["popqa:2563911"]["answer_type"] == "person"
+    assert "popqa:900002" not in facts  # answer longer than five words
+
+
+def test_faitheval_takes_the_keyed_choice(hub_paths, well_formed):
+    facts = hub.faitheval(hub_paths["faitheval"], limit=100)
+    well_formed(facts, "faitheval", {"open"})
+    rows = _rows(facts)
+    assert set(rows) == {"faitheval:Mercury_7001", "faitheval:Mercury_7003"}
+    assert rows["faitheval:Mercury_7001"]["answer"] == "oxygen"
+    assert rows["faitheval:Mercury_7003"]["answer_type"] == "year"
+
+
+def test_build_with_every_source(hub_paths):
+    params = FactsParams(
+        sources=["geonames", "elements", "synthetic", "nq_open", "popqa", "faitheval"],
+        synthetic_entities=20,
+        split_weights={"train": 0.8, "validation": 0.1, "test": 0.1},
+        hub_limit=100,
+    )
+    table = pl.from_arrow(build_facts(params, 5, hub_paths=hub_paths))
+    assert set(table["source"]) == set(params.sources)
+    # PopQA repeats geonames' question about France with the same answer: one copy is kept
+    france = table.filter(pl.col("question") == "What is the capital of France?")
+    assert france["fact_id"].to_list() == ["geonames:capital:FR"]
+    assert table.equals(pl.from_arrow(build_facts(params, 5, hub_paths=hub_paths)))
