@@ -1,0 +1,245 @@
+"""Wrong claims for corrupt documents, vectorised over every corrupt document of a batch.
+
+A corruption kind decides only the *value* a document asserts (documents.py decides the wording, drawn
+the same way for clean and corrupt documents). Kinds that cannot apply to a fact fall back
+deterministically, and the kind really applied is returned next to each claim:
+
+- number: a near miss of a numeric answer (years ±1..20, quantities ±5..35 % at the same rounding and
+  formatting); an answer without a number gets an entity substitute instead.
+- entity: another answer of the same relation (confusable), or the Faker pool of the answer type when
+  the relation has too few distinct answers; a numeric answer of a small relation gets a number instead.
+- inversion: digits transposed (1987 -> 1978, 67,750,000 -> 76,750,000; a near miss when that changes
+  nothing) or an entity substitute; the document's wording denies the true answer.
+- coherent: a near miss or a substitute, asserted by an authoritative fabrication (or a copy of an
+  earlier corrupt document's claim, chosen by the caller).
+
+Every claim is checked against the scorer's normalisation of the answer and its aliases (and any value
+the caller wants to avoid) and redrawn until it differs, so no corrupt document asserts the truth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from pipeline.pools import Pools
+from pipeline.schema import CORRUPTION_KINDS
+
+NONE, NUMBER, ENTITY, INVERSION, COHERENT = range(len(CORRUPTION_KINDS))
+# A relation needs this many distinct answers (the truth and four wrong ones) to be its own substitute pool.
+MIN_GROUP = 5
+MAX_ROUNDS = 8
+# u columns a draw must provide: substitute offset, perturbation size, perturbation sign.
+U_COLUMNS = 3
+_NUMERIC = r"^(\D*?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,6}))?(\D*)$"
+_POOLED_TYPES = ("person", "organization", "place", "text")
+
+
+def normalize_expr(expr: pl.Expr) -> pl.Expr:
+    """The scorer's `normalize` (lowercase, strip non-word characters, collapse whitespace) as an expression."""
+    return expr.str.to_lowercase().str.replace_all(r"[^\w\s]", "").str.replace_all(r"\s+", " ").str.strip_chars()
+
+
+@dataclass(frozen=True)
+class Truths:
+    """Per-fact inputs for wrong claims (index = fact row), computed once per split."""
+
+    accepted: pl.Series  # list[str]: normalised answer and aliases
+    numeric: np.ndarray
+    prefix: pl.Series
+    suffix: pl.Series
+    value: np.ndarray  # the number scaled to an integer by 10**decimals
+    decimals: np.ndarray
+    commas: np.ndarray
+    year: np.ndarray
+    group: np.ndarray  # substitution group: the relation's answers, or the type's pool
+    own: np.ndarray  # position of the answer in its group, -1 when absent
+    entity_ok: np.ndarray
+    candidates: pl.Series
+    group_start: np.ndarray
+    group_size: np.ndarray
+
+
+def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
+    """`facts` has answer, answer_aliases, answer_type, relation (one split, in its final row order)."""
+    parsed = facts.select(
+        pl.col("answer").str.extract_groups(_NUMERIC).struct.rename_fields(["prefix", "digits", "frac", "suffix"]),
+        pl.concat_list(pl.col("answer"), pl.col("answer_aliases"))
+        .list.eval(normalize_expr(pl.element()))
+        .alias("accepted"),
+    ).unnest("answer")
+    parsed = parsed.with_columns(pl.col("digits").str.replace_all(",", ""), pl.col("frac").fill_null(""))
+    parsed = parsed.with_columns(
+        numeric=pl.col("digits").is_not_null()
+        & (pl.col("digits").str.len_chars() + pl.col("frac").str.len_chars() <= 17),
+        value=pl.concat_str(["digits", "frac"]).str.to_integer(strict=False).fill_null(0),
+    )
+    numeric = parsed["numeric"].to_numpy()
+    cand, group, own, big = _groups(facts, pools)
+    starts = np.flatnonzero(np.r_[True, cand["group"].to_numpy()[1:] != cand["group"].to_numpy()[:-1]])
+    return Truths(
+        accepted=parsed["accepted"],
+        numeric=numeric,
+        prefix=parsed["prefix"].fill_null(""),
+        suffix=parsed["suffix"].fill_null(""),
+        value=np.where(numeric, parsed["value"].to_numpy(), 0).astype(np.int64),
+        decimals=parsed["frac"].str.len_chars().to_numpy().astype(np.int64),
+        commas=facts["answer"].str.contains(",", literal=True).to_numpy() & numeric,
+        year=(facts["answer_type"] == "year").to_numpy(),
+        group=group,
+        own=own,
+        entity_ok=big | facts["answer_type"].is_in(_POOLED_TYPES).to_numpy() | ~numeric,
+        candidates=cand["value"],
+        group_start=starts,
+        group_size=np.diff(np.r_[starts, len(cand)]),
+    )
+
+
+def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """Candidate table (key, value, group; sorted) and per fact: group, position of its answer, big-relation flag."""
+    keyed = facts.select(
+        pl.concat_str(["relation", "answer_type"], separator="|").alias("relation_key"),
+        pl.col("answer").alias("value"),
+        pl.col("answer_type").replace_strict(_TYPE_POOL, default="text").alias("pool"),
+        pl.int_range(pl.len()).alias("row"),
+    )
+    distinct = keyed.group_by(pl.col("relation_key").alias("key")).agg(pl.col("value").unique())
+    big_keys = distinct.filter(pl.col("value").list.len() >= MIN_GROUP)["key"].implode()
+    pooled = {
+        "person": pools.person,
+        "organization": pools.organization,
+        "place": pools.place,
+        "text": pools.occupation,
+    }
+    typed = pl.DataFrame({"key": [f"pool:{t}" for t in pooled], "value": [list(v) for v in pooled.values()]})
+    table = (
+        pl.concat([distinct.filter(pl.col("key").is_in(big_keys)), typed])
+        .explode("value")
+        .unique()
+        .sort(["key", "value"])
+        .with_columns(
+            group=(pl.col("key") != pl.col("key").shift()).fill_null(True).cum_sum().cast(pl.Int64) - 1,
+            pos=pl.int_range(pl.len()).over("key"),
+        )
+    )
+    big = pl.col("relation_key").is_in(big_keys)
+    keyed = keyed.with_columns(key=pl.when(big).then("relation_key").otherwise(pl.lit("pool:") + pl.col("pool")))
+    joined = (
+        keyed.join(table.select("key", "group").unique(), on="key", how="left")
+        .join(table.select("key", "value", "pos"), on=["key", "value"], how="left")
+        .sort("row")
+    )
+    return (
+        table,
+        joined["group"].to_numpy().astype(np.int64),
+        joined["pos"].fill_null(-1).to_numpy().astype(np.int64),
+        keyed.select(big).to_series().to_numpy(),
+    )
+
+
+_TYPE_POOL = {"person": "person", "organization": "organization", "place": "place"}
+
+
+def claims(
+    t: Truths, rows: np.ndarray, levels: np.ndarray, u: np.ndarray, transpose: bool = True
+) -> tuple[pl.Series, np.ndarray]:
+    """One wrong-value attempt per item: `rows` fact rows, `levels` requested kinds, `u` (n, U_COLUMNS) in [0, 1).
+
+    Transposition has no randomness, so redraws (`transpose=False`) use a near miss instead.
+    """
+    numeric = t.numeric[rows]
+    perturb = np.where(levels == ENTITY, ~t.entity_ok[rows], numeric)
+    applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
+    applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
+    value = _near_miss(t, rows, u)
+    transposed = _transpose(t.value[rows], t.decimals[rows], t.year[rows])
+    value = np.where(transpose & (levels == INVERSION) & (transposed != t.value[rows]), transposed, value)
+    numbers = _format(value, t.decimals[rows], t.commas[rows], t.prefix.gather(rows), t.suffix.gather(rows))
+    g = t.group[rows]
+    size = t.group_size[g]
+    offset = np.minimum((u[:, 0] * (size - 1)).astype(np.int64), size - 2)
+    subs = t.candidates.gather(t.group_start[g] + (t.own[rows] + 1 + offset) % size)
+    out = pl.select(pl.when(pl.lit(perturb)).then(pl.lit(numbers)).otherwise(pl.lit(subs))).to_series()
+    return out, applied
+
+
+def _near_miss(t: Truths, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+    value = t.value[rows]
+    sign = np.where(u[:, 2] < 0.5, -1, 1)
+    scale = 10 ** t.decimals[rows]
+    year_step = (1 + (u[:, 1] * 20).astype(np.int64)) * scale
+    digits = np.floor(np.log10(np.maximum(value, 1))).astype(np.int64) + 1
+    zeros = np.zeros_like(value)
+    for z in range(1, 16):
+        zeros += (value % 10**z == 0) & (value > 0) & (digits - z >= 2)
+    unit = 10**zeros
+    step = np.maximum(np.rint(value * (0.05 + 0.30 * u[:, 1]) / unit).astype(np.int64), 1) * unit
+    step = np.where(t.year[rows], year_step, step)
+    moved = value + sign * step
+    return np.where(moved < 0, value + step, moved)
+
+
+def _transpose(value: np.ndarray, decimals: np.ndarray, year: np.ndarray) -> np.ndarray:
+    """Years swap their last two digits, other numbers their first two; unchanged when that is impossible."""
+    scale = 10**decimals
+    whole, frac = value // scale, value % scale
+    last, tens = whole % 10, whole // 10 % 10
+    swapped_end = whole + 9 * (last - tens)
+    power = 10 ** np.maximum(np.floor(np.log10(np.maximum(whole, 1))).astype(np.int64) - 1, 0)
+    top = whole // power
+    first, second = top // 10, top % 10
+    swapped_top = whole + (10 * second + first - top) * power
+    ok_top = (whole >= 10) & (second != 0)
+    swapped = np.where(year, np.where(whole >= 10, swapped_end, whole), np.where(ok_top, swapped_top, whole))
+    return swapped * scale + frac
+
+
+def _format(value: np.ndarray, decimals: np.ndarray, commas: np.ndarray, prefix: pl.Series, suffix: pl.Series):
+    """Numbers written like the answer: same prefix and suffix, thousands separators, decimals."""
+    scale = 10**decimals
+    frame = pl.DataFrame(
+        {"whole": value // scale, "frac": value % scale, "decimals": decimals, "commas": commas}
+    ).with_columns(prefix=prefix, suffix=suffix)
+    groups = [(pl.col("whole") // 1000**j % 1000).cast(pl.String).str.zfill(3) for j in range(6, -1, -1)]
+    grouped = pl.concat_str(groups, separator=",").str.strip_chars_start("0,")
+    body = pl.when(pl.col("commas") & (pl.col("whole") > 0)).then(grouped).otherwise(pl.col("whole").cast(pl.String))
+    fraction = (
+        pl.when(pl.col("decimals") > 0)
+        .then(pl.lit(".") + pl.col("frac").cast(pl.String).str.zfill(pl.col("decimals")))
+        .otherwise(pl.lit(""))
+    )
+    return frame.select(pl.concat_str(["prefix", body, fraction, "suffix"])).to_series()
+
+
+def resolve(
+    t: Truths,
+    rows: np.ndarray,
+    levels: np.ndarray,
+    draw: Callable[[np.ndarray, int], np.ndarray],
+    avoid: Sequence[pl.Series] = (),
+) -> tuple[pl.Series, np.ndarray]:
+    """Wrong claims that normalise to neither the answer, an alias, nor any `avoid` value of the same item.
+
+    `draw(items, round)` returns the u columns of those items for that round, so each item's result
+    depends only on its own draws.
+    """
+    n = len(rows)
+    todo = np.arange(n)
+    parts, where, kinds = [], [], np.zeros(n, dtype=np.int8)
+    avoided = [normalize_expr(pl.lit(a)) for a in avoid]
+    for round_ in range(MAX_ROUNDS):
+        values, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_ == 0)
+        checks = [pl.lit(t.accepted.gather(rows[todo])).list.contains(normalize_expr(pl.lit(values)))]
+        checks += [normalize_expr(pl.lit(values)) == a.gather(pl.lit(todo)) for a in avoided]
+        bad = pl.select(pl.any_horizontal(checks).fill_null(True)).to_series().to_numpy()
+        parts.append(values.filter(~bad))
+        where.append(todo[~bad])
+        kinds[todo[~bad]] = applied[~bad]
+        todo = todo[bad]
+        if not len(todo):
+            order = np.argsort(np.concatenate(where), kind="stable")
+            return pl.concat(parts).gather(order), kinds
+    raise RuntimeError(f"no wrong claim found after {MAX_ROUNDS} draws for fact rows {sorted(set(rows[todo]))[:10]}")

@@ -1,0 +1,368 @@
+"""The episodes stage: facts → seeded episodes (DESIGN §1, §3) → Hub-layout Parquet shards.
+
+`generate_episodes` is pure: every draw of episode i is a function of (seed, i, slot, sub) through
+`pipeline.randomness`, so an episode is the same whichever batch, shard, worker or order built it.
+Per episode: the task (k = 1..4 corrupt documents), a fact of the split, the corrupt positions and a
+random rank order among them; the corrupt document of rank r gets CORRUPTION_LEVELS[r], so corruption
+escalates with rank and position carries no cue. `build_episodes` streams shard by shard over a
+process pool (memory bounded by the shard size) and stages the output so it appears atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from enum import IntEnum
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from pipeline import corruption, documents
+from pipeline.params import DEFAULT_PARAMS, EpisodesParams, params_hash, read_params, section, seed
+from pipeline.pools import Pools, build_pools
+from pipeline.randomness import bits, integers, permutations
+from pipeline.schema import (
+    CORRUPTION_KINDS,
+    CORRUPTION_LEVELS,
+    DOCUMENT_TYPE,
+    EPISODE_SCHEMA,
+    MAX_BUDGET,
+    NUM_DOCS,
+    TASKS,
+    Manifest,
+    ShardInfo,
+    SplitInfo,
+)
+from pipeline.writer import ShardPlan, file_sha256, plan_shards, staging, write_manifest, write_shard
+
+log = logging.getLogger(__name__)
+OUT_DIR = Path("data/episodes")
+
+
+class Slot(IntEnum):
+    """Every named draw of an episode; `sub` tells apart documents, ranks and redraw rounds."""
+
+    TASK = 1
+    FACT = 2
+    POSITIONS = 3
+    CLAIM_PICK = 4  # sub: round * 4 + rank
+    CLAIM_SHAPE = 5
+    COPY = 6
+    DECOY_PICK = 7  # sub: round * NUM_DOCS + document
+    DECOY_SHAPE = 8
+    STYLE = 9  # sub: document * STYLE_WORDS + word
+
+
+STYLE_WORDS = -(-len(documents.U) // 4)  # four 16-bit draws per 64-bit word
+COHERENT_COPY_RATE = 0.5  # how often a coherent fabrication repeats an earlier corrupt document's claim
+
+
+@dataclass(frozen=True)
+class SplitFacts:
+    """The facts of one split, sorted by fact_id, with everything episodes derive from them (built once)."""
+
+    split: str
+    table: pa.Table
+    frame: pl.DataFrame
+    truths: corruption.Truths
+    family: np.ndarray
+    domain: np.ndarray
+
+
+def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
+    table = pl.from_arrow(facts).filter(pl.col("split") == split).sort("fact_id")
+    if table.is_empty():
+        raise ValueError(f"the facts table has no fact in split {split!r}; episodes need at least one")
+    family, domain, label = documents.topics(table["relation"])
+    return SplitFacts(
+        split=split,
+        table=table.to_arrow().cast(facts.schema),
+        frame=table.select("subject", "question", "answer").with_columns(label=label),
+        truths=corruption.truths(table, pools),
+        family=family,
+        domain=domain,
+    )
+
+
+def generate_episodes(facts: pa.Table, pools: Pools, seed: int, split: str, ids: np.ndarray) -> pa.Table:
+    """Episodes `ids` of `split` (EPISODE_SCHEMA, in the order of `ids`)."""
+    return generate(prepare(facts, pools, split), seed, np.asarray(ids, dtype=np.int64))
+
+
+def _units(words: np.ndarray, count: int) -> np.ndarray:
+    """`count` uniform numbers in [0, 1) per word, 16 bits each."""
+    shifts = np.arange(count, dtype=np.uint64) * np.uint64(16)
+    return ((words[..., None] >> shifts) & np.uint64(0xFFFF)).astype(np.float64) / 65536.0
+
+
+def _claim_draws(seed: int, ids: np.ndarray, subs: np.ndarray, pick: Slot) -> np.ndarray:
+    """The (n, corruption.U_COLUMNS) draws of a wrong claim: a 53-bit pick, then two 16-bit shape draws."""
+    out = np.empty((len(ids), corruption.U_COLUMNS))
+    for sub in np.unique(subs):
+        at = subs == sub
+        word = bits(seed, ids[at], pick, int(sub))
+        out[at, 0] = (word >> np.uint64(11)).astype(np.float64) / 2.0**53
+        out[at, 1:] = _units(bits(seed, ids[at], pick + 1, int(sub)), 2)
+    return out
+
+
+def _spread(values: pl.Series, rows: np.ndarray, n: int) -> pl.Series:
+    """A length-n series holding `values` at `rows` and null elsewhere."""
+    index = np.full(n, len(values), dtype=np.int64)
+    index[rows] = np.arange(len(rows))
+    return pl.concat([values, pl.Series([None], dtype=pl.String)]).gather(index)
+
+
+def _rank_claims(ctx: SplitFacts, seed: int, ids: np.ndarray, k: np.ndarray, fact: np.ndarray):
+    """Wrong claims of the corrupt documents by rank (null where the task has fewer) and their applied kinds."""
+    n = len(ids)
+    claims: list[pl.Series] = []
+    kinds = np.zeros((n, len(CORRUPTION_LEVELS)), dtype=np.int8)
+    for rank, level in enumerate(range(corruption.NUMBER, corruption.COHERENT + 1)):
+        rows = np.flatnonzero(k > rank)
+        subs = np.full(len(rows), rank)
+        values, applied = corruption.resolve(
+            ctx.truths,
+            fact[rows],
+            np.full(len(rows), level),
+            lambda items, round_, rows=rows, subs=subs: _claim_draws(
+                seed, ids[rows[items]], subs[items] + round_ * len(CORRUPTION_LEVELS), Slot.CLAIM_PICK
+            ),
+            [earlier.gather(rows) for earlier in claims],
+        )
+        if level == corruption.COHERENT:
+            copy = _units(bits(seed, ids[rows], Slot.COPY), 2)
+            source = np.minimum((copy[:, 1] * rank).astype(np.int64), rank - 1)
+            stacked = pl.concat([claims[r].gather(rows) for r in range(rank)])
+            copied = stacked.gather(source * len(rows) + np.arange(len(rows)))
+            values = pl.select(pl.when(pl.lit(copy[:, 0] < COHERENT_COPY_RATE)).then(copied).otherwise(values))
+            values = values.to_series()
+        claims.append(_spread(values, rows, n))
+        kinds[rows, rank] = applied
+    return claims, kinds
+
+
+def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
+    n = len(ids)
+    k = integers(seed, ids, Slot.TASK, len(TASKS)) + 1
+    fact = integers(seed, ids, Slot.FACT, ctx.table.num_rows)
+    rank = np.argsort(
+        permutations(seed, ids, Slot.POSITIONS, NUM_DOCS), axis=1
+    )  # rank of the document at each position
+    corrupt = rank < k[:, None]
+    claims, kinds = _rank_claims(ctx, seed, ids, k, fact)
+
+    episode = np.repeat(np.arange(n), NUM_DOCS)
+    doc = np.tile(np.arange(NUM_DOCS), n)
+    flat_rank, flat_corrupt = rank.ravel(), corrupt.ravel()
+    level = np.where(flat_corrupt, flat_rank + 1, 0)
+    applied = np.where(flat_corrupt, kinds[episode, np.minimum(flat_rank, len(CORRUPTION_LEVELS) - 1)], 0)
+    frame = ctx.frame[fact]
+    answer = frame["answer"]
+    claim = pl.concat([answer, *claims]).gather(np.where(flat_corrupt, (flat_rank + 1) * n, 0) + episode)
+
+    style = np.stack(
+        [bits(seed, ids, Slot.STYLE, d * STYLE_WORDS + w) for d in range(NUM_DOCS) for w in range(STYLE_WORDS)]
+    )
+    u = _units(style.reshape(NUM_DOCS, STYLE_WORDS, n).transpose(2, 0, 1), 4).reshape(n * NUM_DOCS, -1)
+    framing = documents.framing(level, u[:, documents.U.FRAMING])
+    decoy = _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim)
+    title, content = documents.render(
+        documents.Batch(
+            subject=frame["subject"].gather(episode),
+            label=frame["label"].gather(episode),
+            question=frame["question"].gather(episode),
+            answer=answer.gather(episode),
+            claim=claim,
+            decoy=decoy,
+            family=ctx.family[fact][episode],
+            domain=ctx.domain[fact][episode],
+            framing=framing,
+            u=u,
+        )
+    )
+    return _table(ctx, ids, k, fact, corrupt, applied, title, content, claim)
+
+
+def _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim) -> pl.Series:
+    """The value a contrast framing denies: the truth in an inversion, else a wrong value unlike the claim."""
+    rows = np.flatnonzero((framing == documents.CONTRAST) & (level != corruption.INVERSION))
+    values, _ = corruption.resolve(
+        ctx.truths,
+        fact[episode[rows]],
+        np.full(len(rows), corruption.NUMBER),
+        lambda items, round_: _claim_draws(
+            seed, ids[episode[rows[items]]], doc[rows[items]] + round_ * NUM_DOCS, Slot.DECOY_PICK
+        ),
+        [claim.gather(rows)],
+    )
+    inversions = np.flatnonzero(level == corruption.INVERSION)
+    spread = _spread(pl.concat([values, answer.gather(episode[inversions])]), np.r_[rows, inversions], len(level))
+    return spread
+
+
+def _table(ctx, ids, k, fact, corrupt, applied, title, content, claim) -> pa.Table:
+    n = len(ids)
+    facts = ctx.table.take(pa.array(fact))
+    per_doc = pa.array(np.arange(0, n * NUM_DOCS + 1, NUM_DOCS, dtype=np.int32))
+    docs = pa.StructArray.from_arrays(
+        [
+            pa.array(np.tile(np.arange(NUM_DOCS, dtype=np.int8), n)),
+            title.to_arrow().cast(pa.string()),
+            content.to_arrow().cast(pa.string()),
+        ],
+        fields=list(DOCUMENT_TYPE),
+    )
+    corrupt_offsets = pa.array(np.r_[0, np.cumsum(k)].astype(np.int32))
+    columns = {
+        "episode_id": pa.array(ids, pa.int64()),
+        "split": pa.array([ctx.split] * n, pa.string()),
+        "task": pa.array(TASKS).take(pa.array(k - 1)),
+        "question": facts["question"],
+        "documents": pa.ListArray.from_arrays(per_doc, docs, type=EPISODE_SCHEMA.field("documents").type),
+        "max_budget": pa.array(np.full(n, MAX_BUDGET, dtype=np.int8)),
+        "fact_id": facts["fact_id"],
+        "source": facts["source"],
+        "answer_type": facts["answer_type"],
+        "answer": facts["answer"],
+        "answer_aliases": facts["answer_aliases"],
+        "corrupt_ids": pa.ListArray.from_arrays(
+            corrupt_offsets,
+            pa.array(np.nonzero(corrupt)[1].astype(np.int8)),
+            type=EPISODE_SCHEMA.field("corrupt_ids").type,
+        ),
+        "doc_corruption": pa.ListArray.from_arrays(
+            per_doc,
+            pa.array(CORRUPTION_KINDS).take(pa.array(applied)),
+            type=EPISODE_SCHEMA.field("doc_corruption").type,
+        ),
+        "doc_claims": pa.ListArray.from_arrays(
+            per_doc, claim.to_arrow().cast(pa.string()), type=EPISODE_SCHEMA.field("doc_claims").type
+        ),
+    }
+    return pa.Table.from_arrays(
+        [pa.concat_arrays(c.chunks) if isinstance(c, pa.ChunkedArray) else c for c in columns.values()],
+        schema=EPISODE_SCHEMA,
+    )
+
+
+# --- The stage: shards over a process pool -----------------------------------------------------------------
+
+FACTS_FILE = "facts.parquet"
+CHUNK_ROWS = 16384  # episodes generated at once inside a shard: bounds the working set
+_WORKER: dict = {}
+
+
+def _start_worker(facts_path: Path, seed: int) -> None:
+    """Each worker loads the facts and builds the pools once; splits are prepared on first use."""
+    _WORKER.clear()
+    _WORKER.update(facts=pq.read_table(facts_path), pools=build_pools(seed), seed=seed)
+
+
+def _split_facts(split: str) -> SplitFacts:
+    if split not in _WORKER:
+        _WORKER[split] = prepare(_WORKER["facts"], _WORKER["pools"], split)
+    return _WORKER[split]
+
+
+def _write(plan: ShardPlan, root: Path, row_group_rows: int) -> ShardInfo:
+    ctx = _split_facts(plan.split)
+    ids = np.arange(plan.first_id, plan.first_id + plan.num_rows, dtype=np.int64)
+    chunks = [generate(ctx, _WORKER["seed"], ids[i : i + CHUNK_ROWS]) for i in range(0, len(ids), CHUNK_ROWS)]
+    return write_shard(pa.concat_tables(chunks), root, plan, row_group_rows)
+
+
+def facts_sha256(facts_dir: Path) -> str:
+    path = Path(facts_dir) / FACTS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no facts table; run the facts stage first (python -m pipeline.facts)")
+    return file_sha256(path)
+
+
+def build_episodes(
+    facts_dir: Path,
+    out_dir: Path,
+    params: EpisodesParams,
+    seed: int,
+    *,
+    progress: Callable[[ShardInfo], None] | None = None,
+) -> Manifest:
+    """Generate every split into a Hub-layout folder at out_dir (replaced atomically); returns the manifest.
+
+    Output is byte-identical for any `params.workers`: shards are pure functions of (seed, ids).
+    """
+    facts_hash = facts_sha256(facts_dir)
+    plans = plan_shards(params.counts(), params.shard_rows)
+    args = (Path(facts_dir) / FACTS_FILE, seed)
+    with staging(Path(out_dir)) as root:
+        if params.workers == 1:
+            _start_worker(*args)
+            infos = [_write(plan, root, params.row_group_rows) for plan in plans]
+            for info in infos if progress else ():
+                progress(info)
+        else:
+            infos = _write_parallel(plans, root, params, args, progress)
+        first = {plan.split: plan.first_id for plan in reversed(plans)}
+        manifest = Manifest(
+            seed=seed,
+            params_hash=params_hash(seed, params.model_dump(exclude={"workers"}), facts_hash),
+            row_group_rows=params.row_group_rows,
+            splits={
+                split: SplitInfo(first_id=first[split], num_rows=count) for split, count in params.counts().items()
+            },
+            shards=infos,
+            versions={name: version(name) for name in ("numpy", "polars", "pyarrow", "faker")},
+        )
+        write_manifest(root, manifest)
+    return manifest
+
+
+def _write_parallel(plans, root, params, args, progress) -> list[ShardInfo]:
+    # spawn, not fork: polars and pyarrow hold thread pools that a forked child must not inherit.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(params.workers, mp_context=context, initializer=_start_worker, initargs=args) as pool:
+        futures = {pool.submit(_write, plan, root, params.row_group_rows): i for i, plan in enumerate(plans)}
+        infos: list[ShardInfo | None] = [None] * len(plans)
+        for future in as_completed(futures):
+            infos[futures[future]] = future.result()
+            if progress:
+                progress(infos[futures[future]])
+    return infos
+
+
+def main(params_file: Path = DEFAULT_PARAMS, facts_dir: Path = Path("data/facts"), out_dir: Path = OUT_DIR) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    data = read_params(params_file)
+    seed_ = seed(data, params_file)
+    params = section(data, "episodes", EpisodesParams, params_file)
+    facts_sha256(facts_dir)
+    total = sum(params.counts().values())
+    started = time.perf_counter()
+    with tqdm(total=total, unit="episodes", unit_scale=True, desc="episodes") as bar:
+        manifest = build_episodes(facts_dir, out_dir, params, seed_, progress=lambda info: bar.update(info.num_rows))
+    seconds = time.perf_counter() - started
+    size = sum(shard.bytes for shard in manifest.shards)
+    counts = ", ".join(f"{split} {info.num_rows:,}" for split, info in manifest.splits.items())
+    log.info(
+        "episodes: %s (%s) in %.1f s, %.0f episodes/s, %.0f bytes/episode, %d shards -> %s",
+        f"{total:,}",
+        counts,
+        seconds,
+        total / seconds,
+        size / total,
+        len(manifest.shards),
+        out_dir,
+    )
+
+
+if __name__ == "__main__":
+    main()

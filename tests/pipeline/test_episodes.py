@@ -1,0 +1,110 @@
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.episodes import build_episodes, generate_episodes, prepare
+from pipeline.params import EpisodesParams
+from pipeline.pools import build_pools
+from pipeline.schema import CORRUPTION_LEVELS, EPISODE_SCHEMA, NUM_DOCS, SPLITS, TASKS
+from reward_api.scoring import normalize
+
+SEED = 1234
+TINY = EpisodesParams(train=300, validation=60, test=60, workers=1, shard_rows=128, row_group_rows=32)
+
+
+@pytest.fixture(scope="module")
+def facts(facts_dir) -> pa.Table:
+    return pq.read_table(facts_dir / "facts.parquet")
+
+
+@pytest.fixture(scope="module")
+def pools():
+    return build_pools(SEED)
+
+
+@pytest.fixture(scope="module")
+def batch(facts, pools) -> pa.Table:
+    return generate_episodes(facts, pools, SEED, "train", np.arange(2000))
+
+
+def test_batch_has_exactly_the_episode_schema(batch):
+    assert batch.schema.equals(EPISODE_SCHEMA, check_metadata=False)
+    assert batch.column("episode_id").to_pylist() == list(range(2000))
+    assert set(batch.column("split").to_pylist()) == {"train"}
+
+
+def test_every_episode_keeps_the_invariants(batch):
+    for row in batch.to_pylist():
+        docs, corrupt = row["documents"], row["corrupt_ids"]
+        assert [d["doc_id"] for d in docs] == list(range(NUM_DOCS))
+        assert all(d["title"] and d["content"] for d in docs)
+        assert corrupt == sorted(corrupt) and len(set(corrupt)) == len(corrupt)
+        assert TASKS[len(corrupt) - 1] == row["task"]
+        accepted = {normalize(a) for a in (row["answer"], *row["answer_aliases"])}
+        for i, (kind, claim) in enumerate(zip(row["doc_corruption"], row["doc_claims"], strict=True)):
+            if i in corrupt:
+                assert kind in CORRUPTION_LEVELS and normalize(claim) not in accepted, (row["episode_id"], i, claim)
+            else:
+                assert kind == "none" and claim == row["answer"]
+        counts = {}
+        for claim in row["doc_claims"]:
+            counts[normalize(claim)] = counts.get(normalize(claim), 0) + 1
+        truth = counts.pop(normalize(row["answer"]))
+        assert truth > max(counts.values()), row["episode_id"]
+
+
+def test_corruption_escalates_with_rank(batch):
+    """Tier k has the first k levels (a level that cannot apply falls back and says so)."""
+    for row in batch.to_pylist():
+        kinds = [row["doc_corruption"][i] for i in row["corrupt_ids"]]
+        if len(kinds) >= 3:
+            assert "inversion" in kinds
+        if len(kinds) == 4:
+            assert "coherent" in kinds
+
+
+def test_tasks_facts_and_positions_are_spread(batch):
+    tasks = batch.column("task").value_counts().to_pylist()
+    assert {t["values"] for t in tasks} == set(TASKS) and min(t["counts"] for t in tasks) > 400
+    positions = np.bincount(
+        np.concatenate([np.array(c) for c in batch.column("corrupt_ids").to_pylist()]), minlength=8
+    )
+    assert positions.min() > 0.8 * positions.mean()
+    assert len(set(batch.column("fact_id").to_pylist())) > 1000
+
+
+def test_generation_is_pure_per_episode(facts, pools, batch):
+    ids = np.random.default_rng(0).choice(2000, size=25, replace=False)
+    ctx_rows = batch.take(pa.array(ids))
+    alone = [generate_episodes(facts, pools, SEED, "train", np.array([i])) for i in ids]
+    assert pa.concat_tables(alone).equals(ctx_rows)
+    assert generate_episodes(facts, pools, SEED, "train", np.arange(2000)).equals(batch)
+
+
+def test_neighbouring_seeds_share_no_episodes(facts, pools, batch):
+    def episodes(table):
+        return {tuple(d["content"] for d in docs) for docs in table.column("documents").to_pylist()}
+
+    mine = episodes(batch)
+    for other_seed, first in ((SEED + 1, 0), (SEED + 1, 1), (SEED - 1, 0)):
+        other = generate_episodes(facts, pools, other_seed, "train", np.arange(first, first + 2000))
+        assert not mine & episodes(other)
+
+
+def test_a_split_without_facts_is_refused(facts, pools):
+    with pytest.raises(ValueError, match="'nowhere'"):
+        prepare(facts, pools, "nowhere")
+
+
+def test_build_is_identical_for_one_and_two_workers(facts_dir, tmp_path):
+    one = build_episodes(facts_dir, tmp_path / "one", TINY, SEED)
+    two = build_episodes(facts_dir, tmp_path / "two", TINY.model_copy(update={"workers": 2}), SEED)
+    assert one == two
+    assert sorted(s.path for s in one.shards) == sorted(
+        p.relative_to(tmp_path / "one").as_posix() for p in (tmp_path / "one").glob("data/*.parquet")
+    )
+    for shard in one.shards:
+        assert (tmp_path / "one" / shard.path).read_bytes() == (tmp_path / "two" / shard.path).read_bytes()
+    assert (tmp_path / "one" / "manifest.json").read_bytes() == (tmp_path / "two" / "manifest.json").read_bytes()
+    assert list(one.splits) == list(SPLITS)
