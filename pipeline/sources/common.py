@@ -63,6 +63,13 @@ def quantity_aliases(value: int) -> list[str]:
     return [str(value)] if value >= 1000 else []
 
 
+def plain_number_aliases(answers: pl.Series) -> pl.Series:
+    """Vectorised `quantity_aliases` over formatted answers: the digits alone, where that spelling differs."""
+    plain = answers.str.replace_all(",", "", literal=True)
+    empty = pl.lit([], dtype=FACT_COLUMNS["answer_aliases"])
+    return pl.select(pl.when(plain != answers).then(pl.concat_list(plain)).otherwise(empty)).to_series()
+
+
 def ascii_fold(text: str) -> str:
     """'Bogotá' → 'Bogota': the spelling people type when their keyboard lacks the accent."""
     return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()

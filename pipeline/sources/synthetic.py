@@ -15,7 +15,7 @@ import polars as pl
 
 from pipeline import randomness
 from pipeline.pools import Pools, build_pools
-from pipeline.sources.common import FactRows, quantity, quantity_aliases
+from pipeline.sources.common import FACT_COLUMNS, plain_number_aliases, quantity
 
 SOURCE = "synthetic"
 SECTORS = (
@@ -31,36 +31,50 @@ BIRTH_YEARS = (1925, 1986)  # [low, high)
 FOUNDER_AGE = (20, 40)  # the founder's age when the company was founded: 1945..2024 at most
 EMPLOYEES = (5, 250_000)
 
+# (relation, question about the entity's name, answer type); the entity frame has one answer column per relation.
+PERSON_FACTS = (
+    ("birthplace", "Where was {} born?", "place"),
+    ("birth_year", "In what year was {} born?", "year"),
+    ("occupation", "What is {}'s occupation?", "text"),
+    ("employer", "Which company does {} work for?", "organization"),
+)
+COMPANY_FACTS = (
+    ("founder", "Who founded {}?", "person"),
+    ("headquarters", "Where is {} headquartered?", "place"),
+    ("founded_year", "In what year was {} founded?", "year"),
+    ("employees", "How many employees does {} have?", "quantity"),
+)
 # Draw slots: one per independent attribute, so adding an attribute never shifts another.
 SLOT_PERSON_NAME, SLOT_COMPANY_NAME = 0, 1
 SLOT_BIRTHPLACE, SLOT_BIRTH_YEAR, SLOT_OCCUPATION, SLOT_EMPLOYER = 2, 3, 4, 5
 SLOT_FOUNDER, SLOT_HEADQUARTERS, SLOT_FOUNDER_AGE, SLOT_EMPLOYEES = 6, 7, 8, 9
 
 
-def person_names(pools: Pools) -> list[str]:
-    """Every 'First Last' from the pool's first and last names, each string once."""
-    firsts = dict.fromkeys(name.split(" ", 1)[0] for name in pools.person)
-    lasts = dict.fromkeys(name.split(" ", 1)[1] for name in pools.person)
-    return [f"{first} {last}" for first in firsts for last in lasts]
+def company_name(company: str, sector: str) -> str:
+    """'Perkins Group' + Robotics → 'Perkins Robotics Group'; 'Decker-Guzman' + Media → 'Decker-Guzman Media'.
+
+    One-to-one: pool companies are unique and the moved suffixes are not sectors.
+    """
+    base, _, suffix = company.rpartition(" ")
+    return f"{base} {sector} {suffix}" if suffix in TRAILING_SUFFIXES else f"{company} {sector}"
 
 
-def company_names(pools: Pools) -> list[str]:
-    """Every pool company crossed with every sector ('Perkins Robotics Group', 'Decker-Guzman Media'), once each."""
-    names: dict[str, None] = {}
-    for company in pools.organization:
-        base, _, suffix = company.rpartition(" ")
-        for sector in SECTORS:
-            names.setdefault(f"{base} {sector} {suffix}" if suffix in TRAILING_SUFFIXES else f"{company} {sector}")
-    return list(names)
+def person_name(first: str, last: str) -> str:
+    return f"{first} {last}"  # one-to-one: first names have no spaces
 
 
-def assign_names(seed: int, names: list[str], count: int, slot: int) -> list[str]:
-    """Entity k gets the k-th name of a seeded shuffle of all names: unique, and independent of `count`."""
-    if count > len(names):
-        raise ValueError(f"facts.synthetic_entities: at most {len(names)} names of this kind exist, {count} needed")
-    keys = randomness.bits(seed, np.arange(len(names)), slot)
-    first = np.argpartition(keys, count - 1)[:count]
-    return [names[i] for i in first[np.argsort(keys[first], kind="stable")]]
+def draw_names(seed: int, heads, tails, join, count: int, slot: int) -> list[str]:
+    """Entity k gets the k-th pair of a seeded shuffle of heads × tails: unique names, independent of `count`.
+
+    Only the chosen pairs are turned into strings (there are ~700k person pairs).
+    """
+    total = len(heads) * len(tails)
+    if count > total:
+        raise ValueError(f"facts.synthetic_entities: at most {total} names of this kind exist, {count} needed")
+    keys = randomness.bits(seed, np.arange(total), slot)
+    chosen = np.argpartition(keys, count - 1)[:count]
+    chosen = chosen[np.argsort(keys[chosen], kind="stable")]
+    return [join(heads[i], tails[j]) for i, j in zip(*np.divmod(chosen, len(tails)), strict=True)]
 
 
 def _pick(seed: int, ids: np.ndarray, slot: int, options: tuple[str, ...] | list[str]) -> list[str]:
@@ -84,6 +98,26 @@ def employee_counts(seed: int, ids: np.ndarray) -> np.ndarray:
     return (np.round(raw / scale) * scale).astype(np.int64)
 
 
+def _facts(kind: str, entities: pl.DataFrame, relations: tuple[tuple[str, str, str], ...]) -> pl.DataFrame:
+    """One fact per (entity, relation): `entities` has k, name, and per relation an answer column (aliases in
+    `<relation>_aliases` when the relation has any)."""
+    key = pl.format(f"{SOURCE}:{kind}:{{}}", pl.col("k").cast(pl.String).str.zfill(6))
+    no_aliases = pl.lit([], dtype=FACT_COLUMNS["answer_aliases"])
+    return pl.concat(
+        entities.select(
+            fact_id=pl.format(f"{{}}:{relation}", key),
+            question=pl.format(question, pl.col("name")),
+            answer=pl.col(relation),
+            answer_aliases=pl.col(f"{relation}_aliases") if f"{relation}_aliases" in entities.columns else no_aliases,
+            answer_type=pl.lit(answer_type),
+            source=pl.lit(SOURCE),
+            subject=pl.col("name"),
+            relation=pl.lit(relation),
+        )
+        for relation, question, answer_type in relations
+    )
+
+
 def facts(seed: int, entities: int, pools: Pools | None = None) -> pl.DataFrame:
     """ceil(entities / 2) people and floor(entities / 2) companies, numbered from 0, 4 facts each.
 
@@ -92,50 +126,36 @@ def facts(seed: int, entities: int, pools: Pools | None = None) -> pl.DataFrame:
     pools = pools or build_pools(seed)
     people, companies = np.arange((entities + 1) // 2), np.arange(entities // 2)
     # At least one name of each kind, so a one-entity build still has an employer to name.
-    person_names_ = assign_names(seed, person_names(pools), max(len(people), 1), SLOT_PERSON_NAME)
-    company_names_ = assign_names(seed, company_names(pools), max(len(companies), 1), SLOT_COMPANY_NAME)
-    birth_years = _between(seed, np.arange(len(person_names_)), SLOT_BIRTH_YEAR, BIRTH_YEARS)
-    rows = FactRows(SOURCE)
-
-    person_columns = zip(
-        people,
-        _pick(seed, people, SLOT_BIRTHPLACE, pools.place),
-        _pick(seed, people, SLOT_OCCUPATION, pools.occupation),
-        _pick_below(seed, people, SLOT_EMPLOYER, np.maximum(people, 1), company_names_),
-        strict=True,
+    firsts = list(dict.fromkeys(name.split(" ", 1)[0] for name in pools.person))
+    lasts = list(dict.fromkeys(name.split(" ", 1)[1] for name in pools.person))
+    person_names = draw_names(seed, firsts, lasts, person_name, max(len(people), 1), SLOT_PERSON_NAME)
+    company_names = draw_names(
+        seed, pools.organization, SECTORS, company_name, max(len(companies), 1), SLOT_COMPANY_NAME
     )
-    for k, birthplace, occupation, employer in person_columns:
-        name = person_names_[k]
-        for relation, question, answer, aliases, kind in (
-            ("birthplace", f"Where was {name} born?", birthplace, [], "place"),
-            ("birth_year", f"In what year was {name} born?", str(birth_years[k]), [], "year"),
-            ("occupation", f"What is {name}'s occupation?", occupation, [], "text"),
-            ("employer", f"Which company does {name} work for?", employer, [], "organization"),
-        ):
-            rows.add(f"{SOURCE}:person:{k:06d}:{relation}", relation, name, question, answer, aliases, kind)
-
+    birth_years = _between(seed, np.arange(len(person_names)), SLOT_BIRTH_YEAR, BIRTH_YEARS)
+    person_frame = pl.DataFrame(
+        {
+            "k": people,
+            "name": person_names[: len(people)],
+            "birthplace": _pick(seed, people, SLOT_BIRTHPLACE, pools.place),
+            "birth_year": birth_years[people].astype(str),
+            "occupation": _pick(seed, people, SLOT_OCCUPATION, pools.occupation),
+            "employer": _pick_below(seed, people, SLOT_EMPLOYER, np.maximum(people, 1), company_names),
+        }
+    )
     founders = randomness.integers(seed, companies, SLOT_FOUNDER, companies + 1)
-    company_columns = zip(
-        companies,
-        founders,
-        birth_years[founders] + _between(seed, companies, SLOT_FOUNDER_AGE, FOUNDER_AGE),
-        _pick(seed, companies, SLOT_HEADQUARTERS, pools.place),
-        employee_counts(seed, companies).tolist(),
-        strict=True,
-    )
-    for k, founder, founded, headquarters, staff in company_columns:
-        name = company_names_[k]
-        for relation, question, answer, aliases, kind in (
-            ("founder", f"Who founded {name}?", person_names_[founder], [], "person"),
-            ("headquarters", f"Where is {name} headquartered?", headquarters, [], "place"),
-            ("founded_year", f"In what year was {name} founded?", str(founded), [], "year"),
-            (
-                "employees",
-                f"How many employees does {name} have?",
-                quantity(staff),
-                quantity_aliases(staff),
-                "quantity",
+    staff_text = [quantity(n) for n in employee_counts(seed, companies).tolist()]
+    company_frame = pl.DataFrame(
+        {
+            "k": companies,
+            "name": company_names[: len(companies)],
+            "founder": [person_names[i] for i in founders],
+            "headquarters": _pick(seed, companies, SLOT_HEADQUARTERS, pools.place),
+            "founded_year": (birth_years[founders] + _between(seed, companies, SLOT_FOUNDER_AGE, FOUNDER_AGE)).astype(
+                str
             ),
-        ):
-            rows.add(f"{SOURCE}:company:{k:06d}:{relation}", relation, name, question, answer, aliases, kind)
-    return rows.frame()
+            "employees": staff_text,
+            "employees_aliases": plain_number_aliases(pl.Series(staff_text)),
+        }
+    )
+    return pl.concat([_facts("person", person_frame, PERSON_FACTS), _facts("company", company_frame, COMPANY_FACTS)])

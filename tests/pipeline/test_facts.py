@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipeline.facts import build_facts, deduplicate, main, split_of, write_facts
+from pipeline.facts import assign_splits, build_facts, deduplicate, main, write_facts
 from pipeline.params import FactsParams, ParamsError
 from pipeline.schema import ANSWER_TYPES, FACT_SCHEMA, SPLITS
 from pipeline.sources.common import FactRows
@@ -62,12 +62,14 @@ def test_a_fact_keeps_its_split_when_others_are_added(table):
     assert (joined["split"] == joined["split_large"]).all()
 
 
-def test_split_of_is_a_pure_function_of_the_id():
+def test_a_split_is_a_pure_function_of_the_fact_id():
     weights = {"train": 0.5, "validation": 0.25, "test": 0.25}
     ids = [f"synthetic:person:{k:06d}:birthplace" for k in range(4000)]
-    splits = [split_of(i, weights) for i in ids]
-    assert splits == [split_of(i, weights) for i in ids]
+    splits = assign_splits(ids, weights).tolist()
+    assert [assign_splits([i], weights)[0] for i in ids[:50]] == splits[:50]
+    assert assign_splits(ids[::-1], weights).tolist() == splits[::-1]
     assert splits.count("validation") / len(ids) == pytest.approx(0.25, abs=0.03)
+    assert splits.count("test") / len(ids) == pytest.approx(0.25, abs=0.03)
 
 
 def test_deduplicate_drops_contested_questions_and_keeps_one_repeat():

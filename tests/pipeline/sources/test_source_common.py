@@ -1,6 +1,15 @@
+import polars as pl
 import pytest
 
-from pipeline.sources.common import FactRows, ascii_fold, canonical_number, infer_answer_type, quantity
+from pipeline.sources.common import (
+    FactRows,
+    ascii_fold,
+    canonical_number,
+    infer_answer_type,
+    plain_number_aliases,
+    quantity,
+    quantity_aliases,
+)
 
 
 @pytest.mark.parametrize(
@@ -26,6 +35,12 @@ def test_answer_type_inference(answer, expected):
 def test_numbers_get_thousands_separators(answer, canonical, aliases):
     assert canonical_number(answer) == (canonical, aliases)
     assert quantity(67_750_000) == "67,750,000"
+
+
+def test_plain_number_aliases_match_quantity_aliases():
+    values = [0, 7, 999, 1000, 12_400, 67_750_000]
+    aliases = plain_number_aliases(pl.Series([quantity(v) for v in values]))
+    assert aliases.to_list() == [quantity_aliases(v) for v in values]
 
 
 def test_fact_rows_drop_the_answer_and_repeats_from_aliases():

@@ -68,10 +68,26 @@ def test_different_seeds_invent_different_worlds(facts):
     assert len(set(facts["subject"]) & set(other["subject"])) < 20
 
 
-def test_assign_names_refuses_more_entities_than_names():
+def test_draw_names_uses_every_pair_once_and_refuses_more():
+    names = synthetic.draw_names(SEED, ["Ann", "Bo"], ["Lee", "Ray", "Li"], synthetic.person_name, 6, slot=0)
+    assert sorted(names) == ["Ann Lee", "Ann Li", "Ann Ray", "Bo Lee", "Bo Li", "Bo Ray"]
+    assert (
+        synthetic.draw_names(SEED, ["Ann", "Bo"], ["Lee", "Ray", "Li"], synthetic.person_name, 2, slot=0) == names[:2]
+    )
     with pytest.raises(ValueError, match="synthetic_entities"):
-        synthetic.assign_names(SEED, ["a", "b"], 3, slot=0)
-    assert sorted(synthetic.assign_names(SEED, ["a", "b", "c"], 3, slot=0)) == ["a", "b", "c"]
+        synthetic.draw_names(SEED, ["Ann"], ["Lee"], synthetic.person_name, 2, slot=0)
+
+
+@pytest.mark.parametrize(
+    ("company", "expected"),
+    [
+        ("Perkins Group", "Perkins Media Group"),
+        ("Decker-Guzman", "Decker-Guzman Media"),
+        ("Hill and Sons", "Hill and Sons Media"),
+    ],
+)
+def test_company_names_read_naturally(company, expected):
+    assert synthetic.company_name(company, "Media") == expected
 
 
 def test_employee_counts_have_three_significant_figures():
