@@ -89,21 +89,25 @@ def summarise(table: pa.Table) -> dict:
     return {"facts": table.num_rows, **{f"by_{key}": value for key, value in counts.items()}}
 
 
-def _replace(path: Path, write: Callable[[Path], None]) -> None:
-    """Write to a hidden temporary name, then rename: a reader never sees a half-written file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def write_facts(table: pa.Table, out_dir: Path) -> None:
-    """out_dir/facts.parquet (zstd, FACT_SCHEMA) and out_dir/summary.json (counts per source/split/type/relation)."""
+    """out_dir/facts.parquet (zstd, FACT_SCHEMA) and out_dir/summary.json (counts per source/split/type/relation).
+
+    Both are written under hidden temporary names and renamed only once both are complete, so a reader
+    never finds a half-written file, and a failed write leaves the previous output untouched.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table = table.cast(FACT_SCHEMA)
-    _replace(out_dir / "facts.parquet", lambda tmp: pq.write_table(table, tmp, compression="zstd"))
-    summary = json.dumps(summarise(table), indent=2) + "\n"
-    _replace(out_dir / "summary.json", lambda tmp: tmp.write_text(summary))
+    parquet, summary = out_dir / "facts.parquet", out_dir / "summary.json"
+    staged = {path: path.with_name(f".{path.name}.tmp") for path in (parquet, summary)}
+    try:
+        pq.write_table(table, staged[parquet], compression="zstd")
+        staged[summary].write_text(json.dumps(summarise(table), indent=2) + "\n")
+        for path, tmp in staged.items():
+            os.replace(tmp, path)
+    finally:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)
 
 
 def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:

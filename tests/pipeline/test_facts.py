@@ -2,6 +2,7 @@ import json
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -93,6 +94,15 @@ def test_write_facts_round_trip(tmp_path, table):
     for key in ("by_source", "by_split", "by_answer_type", "by_relation"):
         assert sum(summary[key].values()) == table.num_rows
     assert summary["by_source"]["elements"] == 4 * 118
+
+
+def test_a_failed_write_keeps_the_previous_output(tmp_path, table):
+    write_facts(table, tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    nulls = pa.table({name: pa.nulls(2, FACT_SCHEMA.field(name).type) for name in FACT_SCHEMA.names})
+    with pytest.raises(ValueError, match="non-nullable"):
+        write_facts(nulls, tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
 def _params_file(tmp_path: Path, **facts) -> Path:
