@@ -56,17 +56,13 @@ def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
 
 
 def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str], str]]:
+    """A city's population, and its country unless the name gives it away ('Mexico City', 'Guatemala City')."""
     name, population = city["name"].strip(), city["population"]
-    return [
-        ("city_country", f"In which country is the city of {name}?", country, [], "place"),
-        (
-            "city_population",
-            f"What is the population of the city of {name}?",
-            quantity(population),
-            quantity_aliases(population),
-            "quantity",
-        ),
-    ]
+    question = f"What is the population of the city of {name}?"
+    facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")]
+    if country.lower() not in name.lower():
+        facts.append(("city_country", f"In which country is the city of {name}?", country, [], "place"))
+    return facts
 
 
 def facts() -> pl.DataFrame:

@@ -55,3 +55,10 @@ def test_cities_are_large_and_unambiguous(facts):
 )
 def test_country_names_read_naturally_mid_sentence(name, expected):
     assert geonames.in_sentence(name) == expected
+
+
+def test_a_city_name_never_gives_its_country_away(facts):
+    cities = facts.filter(pl.col("relation") == "city_country")
+    assert not any(row[1].lower() in row[0].lower() for row in cities.select("subject", "answer").iter_rows())
+    assert "Mexico City" in set(facts.filter(pl.col("relation") == "city_population")["subject"])
+    assert "Mexico City" not in set(cities["subject"])
