@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import yaml
 from huggingface_hub import snapshot_download
@@ -21,33 +19,30 @@ TOKEN = "hf_standin_token"
 REPO = "acme/context-corruption"
 
 
-@pytest.fixture
-def source(tmp_path_factory) -> Path:
-    """A small Hub-layout folder: card, manifest and two Parquet shards."""
-    folder = tmp_path_factory.mktemp("source")
-    (folder / "data").mkdir()
-    for index in range(2):
-        table = pa.table({"episode_id": pa.array(range(index * 50, index * 50 + 50), pa.int64())})
-        pq.write_table(table, folder / "data" / f"train-{index:05d}-of-00002.parquet", compression="zstd")
-    (folder / "README.md").write_text(
-        "---\nconfigs:\n- config_name: default\n  data_files: data/train-*\n---\n# Card\n"
-    )
-    (folder / "manifest.json").write_text(json.dumps({"splits": {"train": 100}}) + "\n")
-    return folder
+def make_project(root: Path, dataset_dir: Path) -> Path:
+    """A working directory laid out like the repository: params.yaml and a built data/episodes."""
+    shutil.copytree(dataset_dir, root / "data" / "episodes")
+    write_hub_params(root, repo_id=REPO)
+    return root
 
 
 @pytest.fixture
-def project(tmp_path, source) -> Path:
-    """A working directory laid out like the repository: params.yaml and data/episodes."""
-    shutil.copytree(source, tmp_path / "data" / "episodes")
-    write_hub_params(tmp_path, repo_id=REPO)
-    return tmp_path
+def project(tmp_path, dataset_dir) -> Path:
+    return make_project(tmp_path, dataset_dir)
 
 
 @pytest.fixture
 def hub():
     with hub_standin(token=TOKEN) as standin:
         yield standin
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory, dataset_dir):
+    """One publish, shared by the tests that only read its result: (project, hub, completed process)."""
+    project = make_project(tmp_path_factory.mktemp("published"), dataset_dir)
+    with hub_standin(token=TOKEN) as standin:
+        yield project, standin, run_publish(project, standin.endpoint)
 
 
 def write_hub_params(project: Path, repo_id: str, revision_tag: str = "v1", private: bool = True) -> None:
@@ -78,8 +73,8 @@ def remote_dataset(hub, revision: str) -> dict[str, bytes]:
     return files
 
 
-def test_publish_uploads_the_folder_and_tags_the_commit(project, hub):
-    result = run_publish(project, hub.endpoint)
+def test_publish_uploads_the_folder_and_tags_the_commit(published):
+    project, hub, result = published
 
     assert result.returncode == 0, result.stderr
     local = local_files(project / "data" / "episodes")
@@ -100,8 +95,8 @@ def test_publish_uploads_the_folder_and_tags_the_commit(project, hub):
     assert list(json.loads(text)) == sorted(json.loads(text)), "keys are written in a fixed order"
 
 
-def test_snapshot_download_of_the_tag_returns_the_published_bytes(project, hub, tmp_path):
-    assert run_publish(project, hub.endpoint).returncode == 0
+def test_snapshot_download_of_the_tag_returns_the_published_bytes(published, tmp_path):
+    project, hub, _ = published
 
     path = snapshot_download(
         REPO, repo_type="dataset", revision="v1", endpoint=hub.endpoint, token=TOKEN, cache_dir=tmp_path / "cache"
@@ -166,22 +161,15 @@ def test_an_interrupted_publish_completes_when_re_run(project, hub, route, commi
     assert receipt(project)["commit"] == hub.tags(REPO)["v1"]
 
 
-def test_re_publishing_unchanged_data_changes_nothing(project, hub):
-    assert run_publish(project, hub.endpoint).returncode == 0
-    first = (project / "data" / "publish" / "receipt.json").read_bytes()
-
-    assert run_publish(project, hub.endpoint).returncode == 0
-
-    assert len(hub.history(REPO)) == 2
-    assert (project / "data" / "publish" / "receipt.json").read_bytes() == first
-
-
 def test_a_tag_never_moves_and_a_new_tag_mirrors_the_folder(project, hub):
     assert run_publish(project, hub.endpoint).returncode == 0
     v1 = remote_dataset(hub, "v1")
     episodes = project / "data" / "episodes"
-    (episodes / "data" / "train-00001-of-00002.parquet").unlink()
-    (episodes / "manifest.json").write_text(json.dumps({"splits": {"train": 50}}) + "\n")
+    dropped = sorted((episodes / "data").glob("*.parquet"))[-1]
+    dropped.unlink()
+    manifest = json.loads((episodes / "manifest.json").read_text())
+    manifest["shards"] = [shard for shard in manifest["shards"] if not shard["path"].endswith(dropped.name)]
+    (episodes / "manifest.json").write_text(json.dumps(manifest))
 
     moved = run_publish(project, hub.endpoint)
 
@@ -192,3 +180,34 @@ def test_a_tag_never_moves_and_a_new_tag_mirrors_the_folder(project, hub):
     assert run_publish(project, hub.endpoint).returncode == 0
     assert remote_dataset(hub, "v2") == local_files(episodes), "files the folder no longer has are deleted"
     assert remote_dataset(hub, "v1") == v1
+
+
+def test_load_dataset_by_repo_id_and_tag_reads_every_split(published):
+    project, hub, _ = published
+    script = (
+        "import json, sys, datasets\n"
+        "full = datasets.load_dataset(sys.argv[1], revision='v1')\n"
+        "stream = datasets.load_dataset(sys.argv[1], revision='v1', streaming=True)\n"
+        "print(json.dumps({s: [full[s].num_rows, sum(1 for _ in stream[s])] for s in full}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env |= {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(project / ".hf-read"), "HF_TOKEN": TOKEN, "USE_TORCH": "0"}
+    result = subprocess.run(
+        [sys.executable, "-c", script, REPO], env=env, capture_output=True, text=True, timeout=300, check=True
+    )
+
+    splits = json.loads((project / "data" / "episodes" / "manifest.json").read_text())["splits"]
+    assert json.loads(result.stdout.splitlines()[-1]) == {
+        name: [info["num_rows"]] * 2 for name, info in splits.items()
+    }
+
+
+def test_re_publishing_unchanged_data_changes_nothing(published):
+    """Runs last of the shared-publish tests: it publishes again into the same stand-in."""
+    project, hub, _ = published
+    first = (project / "data" / "publish" / "receipt.json").read_bytes()
+
+    assert run_publish(project, hub.endpoint).returncode == 0
+
+    assert len(hub.history(REPO)) == 2
+    assert (project / "data" / "publish" / "receipt.json").read_bytes() == first
