@@ -1,0 +1,59 @@
+"""`train:` params: defaults from the spec, and bad keys fail naming the key, in-process and on the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from train.config import ParamsError, TrainParams, load_train_params
+
+
+def test_defaults_are_the_spec_values(write_params):
+    params = load_train_params(write_params({"max_steps": 10}))
+    assert params.model == "unsloth/Qwen2-1.5B-Instruct" and params.load_in_4bit
+    assert (params.lora.r, params.lora.lora_dropout) == (16, 0.0)
+    assert params.lora.target_modules == ["q_proj", "k_proj", "v_proj", "o_proj"]
+    assert (params.learning_rate, params.num_generations, params.per_device_train_batch_size) == (5e-5, 8, 4)
+    assert (params.gradient_accumulation_steps, params.max_completion_length) == (4, 512)
+    assert (params.logging_steps, params.save_steps, params.report_to, params.mode) == (10, 50, "none", "oneshot")
+
+
+def test_the_repository_params_file_is_valid():
+    assert isinstance(load_train_params(), TrainParams)
+
+
+@pytest.mark.parametrize(
+    ("section", "named"),
+    [
+        ({}, "train.max_steps: Field required"),
+        ({"max_steps": 0}, "train.max_steps: Input should be greater than 0"),
+        ({"max_steps": 5, "learning_rate": "fast"}, "train.learning_rate"),
+        ({"max_steps": 5, "mode": "multi"}, "train.mode"),
+        ({"max_steps": 5, "lr": 0.1}, "train.lr: Extra inputs are not permitted"),
+        ({"max_steps": 5, "lora": {"r": 16, "alpha": 2}}, "train.lora.alpha"),
+        ({"max_steps": 5, "report_to": "mlflow"}, "train.report_to"),
+        ({"max_steps": 5, "num_generations": 3}, "must be a multiple of num_generations (3)"),
+    ],
+)
+def test_bad_keys_fail_naming_the_key(write_params, section, named):
+    with pytest.raises(ParamsError, match=named.replace("(", r"\(").replace(")", r"\)")):
+        load_train_params(write_params(section))
+
+
+def test_missing_section_and_file(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("seed: 1\n")
+    with pytest.raises(ParamsError, match="missing section 'train'"):
+        load_train_params(path)
+    with pytest.raises(ParamsError, match="file not found"):
+        load_train_params(tmp_path / "absent.yaml")
+
+
+def test_command_line_exits_2_naming_the_key_before_loading_a_model(write_params):
+    path = write_params({"max_steps": 5, "per_device_train_batch_size": -1})
+    run = subprocess.run([sys.executable, "-m", "train.grpo", "--params", str(path)], capture_output=True, text=True)
+    assert run.returncode == 2
+    assert "train.per_device_train_batch_size: Input should be greater than 0" in run.stderr
+    assert "Traceback" not in run.stderr

@@ -1,0 +1,67 @@
+"""Evaluation: metrics checked on agents whose behaviour is known, and the command's JSON and charts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from train.agents import BASELINES
+from train.evaluate import evaluate, main, score_rows
+from train.metrics import calibration, flag_metrics, mean_ci
+
+
+def test_oracle_is_perfect(episode_rows):
+    result = evaluate(BASELINES["oracle"], episode_rows)
+    assert result["accuracy"] == 1.0 and result["well_formed_rate"] == 1.0
+    assert all(result["flags"][kind]["recall"] == 1.0 for kind in result["flags"] if result["flags"][kind]["support"])
+    assert result["flags"]["all"]["precision"] == 1.0
+    assert result["calibration"]["ece"] == 0.0 and result["calibration"]["brier"] == 0.0
+    assert result["context_bias_rate"] == 0.0
+
+
+def test_majority_and_follower_show_the_gap_corrupt_documents_open(episode_rows):
+    majority = evaluate(BASELINES["majority"], episode_rows)
+    follower = evaluate(BASELINES["follower"], episode_rows)
+    assert majority["accuracy"] == 1.0 and majority["flags"]["all"]["recall"] == 0.0
+    # A follower answers wrong exactly when it trusted a corrupt document: that is context bias.
+    assert follower["context_bias_rate"] == pytest.approx(1 - follower["accuracy"])
+    assert 0 < follower["context_bias_rate"] < 1
+    assert follower["reward"]["mean"] < majority["reward"]["mean"]
+    assert follower["calibration"]["ece"] == pytest.approx(1 - follower["accuracy"], abs=1e-4)
+
+
+def test_empty_agent_scores_the_empty_submission(episode_rows):
+    result = evaluate(BASELINES["empty"], episode_rows)
+    assert result["reward"] == {"mean": 0.2458, "ci95_low": 0.2458, "ci95_high": 0.2458}
+    assert result["well_formed_rate"] == 0.0 and result["calibration"]["brier"] == 0.0
+
+
+def test_flag_metrics_per_kind(episode_rows):
+    row = {**episode_rows[0], "doc_corruption": ["number", "entity", "none", "none", "none", "none", "none", "none"]}
+    row["corrupt_ids"] = [0, 1]
+    text = '{"answer": "x", "flagged_ids": [0, 2], "confidence": 0.5}'
+    flags = flag_metrics(score_rows([row], [text]))
+    assert flags["all"] == {"support": 2, "precision": 0.5, "recall": 0.5, "f1": 0.5}
+    assert flags["number"]["recall"] == 1.0 and flags["entity"]["recall"] == 0.0
+    assert flags["coherent"]["support"] == 0
+
+
+def test_mean_ci_and_calibration_bins(episode_rows):
+    assert mean_ci([1.0, 3.0]) == {"mean": 2.0, "ci95_low": 0.04, "ci95_high": 3.96}
+    texts = [f'{{"answer": "{r["answer"]}", "confidence": 0.95}}' for r in episode_rows[:4]]
+    texts += ['{"answer": "wrong", "confidence": 0.95}'] * 4
+    result = calibration(score_rows(episode_rows[:8], texts))
+    assert result["reliability"] == [{"bin": 9, "count": 8, "confidence": 0.95, "accuracy": 0.5}]
+    assert result["ece"] == pytest.approx(0.45) and result["brier"] == pytest.approx((0.05**2 + 0.95**2) / 2)
+
+
+def test_command_writes_json_and_charts(tmp_path, episodes_dir, tiny_model):
+    out = tmp_path / "eval"
+    argv = ["--data", str(episodes_dir), "--split", "test", "--limit", "6", "--out", str(out)]
+    assert main([*argv, "--agents", "oracle", "empty", "--model", f"tiny={tiny_model}", "--max-new-tokens", "4"]) == 0
+    report = json.loads((out / "eval.json").read_text())
+    assert report["episodes"] == 6 and list(report["agents"]) == ["oracle", "empty", "tiny"]
+    assert report["agents"]["tiny"]["episodes"] == 6
+    for name in ("eval_reward.png", "eval_calibration.png", "eval_flags.png"):
+        assert (out / name).stat().st_size > 0

@@ -1,0 +1,128 @@
+"""The completion parser and the one-shot reward: never an exception, and the server's scoring."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reward_api.game import play, submission_moves
+from reward_api.scoring import EpisodeKey
+from train.rewards import (
+    EMPTY_SUBMISSION,
+    MAX_COMPLETION_CHARS,
+    Submission,
+    completion_text,
+    episode_reward,
+    format_reward,
+    parse_completion,
+)
+
+GOOD = '{"answer": "Paris", "flagged_ids": [3, 1], "confidence": 0.75}'
+
+
+def test_parses_a_clean_submission():
+    assert parse_completion(GOOD) == (Submission(answer="Paris", flagged_ids=(1, 3), confidence=0.75), True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Sure! Here it is:\n```json\n{GOOD}\n```\nGood luck.",
+        f'<think>maybe {{"answer": "Lyon"}} no</think>{GOOD}',
+        f'{{"answer": "draft", "flagged_ids": [], "confidence": 0.1}} on second thought {GOOD}',
+        f'<think>truncated reasoning with no end {{"answer": "Lyon"}}</think> {GOOD}',
+    ],
+)
+def test_finds_the_last_valid_json_outside_thinking(text):
+    submission, complete = parse_completion(text)
+    assert submission.answer == "Paris" and submission.flagged_ids == (1, 3) and complete
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "Paris",
+        '{"answer": "Paris", "flagged_ids": [1], "confidence": 0.7',  # truncated
+        '{"answer": "Paris", "flagged_ids": [1], "confidence": 1.5}',  # out of range
+        '{"answer": "Paris", "flagged_ids": [9], "confidence": 0.5}',  # no such document
+        '{"answer": "Paris", "flagged_ids": [true], "confidence": 0.5}',
+        '{"answer": "Paris", "flagged_ids": "1,2", "confidence": 0.5}',
+        '{"answer": "Paris", "flagged_ids": [1.0], "confidence": 0.5}',
+        '{"answer": "Paris", "confidence": NaN}',
+        '{"answer": "Paris", "confidence": Infinity}',
+        '{"answer": "Paris", "confidence": "0.9"}',
+        '{"answer": ["Paris"], "confidence": 0.9}',
+        '{"answer": "' + "x" * 600 + '", "confidence": 0.9}',  # answer too long
+        '{"nested": {"answer": "Paris", "flagged_ids": [], "confidence": 0.9}}',
+        '<think>{"answer": "Paris", "flagged_ids": [], "confidence": 0.9}',  # unclosed thinking
+        "[" * 50_000 + "]" * 50_000,  # huge and deeply nested
+        "{" * 30_000,
+        GOOD + " " * MAX_COMPLETION_CHARS,  # oversized
+        '{"answer": "' + "\\ud800" * 10 + '"}' + "\x00\uffff",
+    ],
+)
+def test_bad_completions_become_the_empty_submission(text):
+    assert parse_completion(text) == (EMPTY_SUBMISSION, False)
+
+
+def test_partial_submission_defaults_and_is_not_well_formed():
+    assert parse_completion('{"answer": "Paris"}') == (Submission(answer="Paris"), False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('{}[]":,0123456789.e-tfnaluswerdig_ <>/think\\')), max_size=400))
+def test_parser_never_raises_on_json_like_noise(text):
+    submission, _ = parse_completion(text)
+    assert isinstance(submission, Submission)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    answer=st.text(max_size=30),
+    flagged=st.lists(st.integers(0, 7), max_size=8),
+    confidence=st.floats(0, 1),
+    corrupt=st.sets(st.integers(0, 7), min_size=1, max_size=4),
+)
+def test_reward_equals_playing_the_trace_through_the_server_game(answer, flagged, confidence, corrupt):
+    text = json.dumps({"answer": answer, "flagged_ids": flagged, "confidence": confidence})
+    got = episode_reward(
+        [[{"role": "assistant", "content": text}]], ["Paris"], [["paris france"]], [sorted(corrupt)], [12]
+    )
+    key = EpisodeKey.from_row("Paris", ["paris france"], corrupt, 12)
+    assert got == [play(0, submission_moves(answer, flagged, confidence), key).breakdown["total"]]
+
+
+def test_reward_functions_follow_trl_contract_and_log_parts():
+    logged: dict[str, float] = {}
+    completions = [GOOD, "garbage", '{"answer": "paris"}']
+    rewards = episode_reward(
+        completions, ["Paris"] * 3, [[]] * 3, [[1, 3]] * 3, [12] * 3, log_metric=logged.__setitem__, trainer_state=None
+    )
+    assert rewards[0] == pytest.approx(0.4 + 0.3 + 0.2 + 0.075 + 0.05 * (1 - 3 / 12), abs=1e-4)
+    assert rewards[1] == pytest.approx(0.2 + 0.05 * (1 - 1 / 12), abs=1e-4)
+    assert set(logged) == {
+        f"reward_parts/{k}"
+        for k in (
+            "answer_correctness",
+            "corruption_detection",
+            "false_positive_penalty",
+            "confidence_calibration",
+            "efficiency",
+        )
+    }
+    assert format_reward(completions) == [1.0, 0.0, 0.0]
+
+
+def test_completion_text_takes_the_last_assistant_turn():
+    assert completion_text("plain") == "plain"
+    messages = [
+        {"role": "assistant", "content": "a"},
+        {"role": "tool", "content": "t"},
+        {"role": "assistant", "content": "b"},
+    ]
+    assert completion_text(messages) == "b"
+    assert completion_text([{"role": "assistant", "content": None}]) == ""

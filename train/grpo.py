@@ -1,0 +1,42 @@
+"""`python -m train.grpo [--params FILE]`: GRPO training from the `train:` section of a params file.
+
+Multi-GPU: launch with `accelerate launch -m train.grpo` (or torchrun); each rank streams its own
+shards. The params are validated before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+
+from pipeline.params import DEFAULT_PARAMS, ParamsError
+from train.backend import import_unsloth_first
+from train.config import load_train_params
+
+logger = logging.getLogger("train.grpo")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m train.grpo", description=__doc__.splitlines()[0])
+    parser.add_argument("--params", type=Path, default=DEFAULT_PARAMS, help="params file with a train: section")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        params = load_train_params(args.params)
+    except ParamsError as err:
+        parser.exit(2, f"error: {err}\n")
+    unsloth = import_unsloth_first()
+    from train.backend import load_policy
+    from train.trainer import train
+
+    policy = load_policy(params)
+    logger.info("backend %s, mode %s, model %s, data %s", policy.backend, params.mode, params.model, params.data)
+    history = train(params, policy, int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)))
+    logger.info("done: %d log entries, outputs in %s (unsloth: %s)", len(history), params.output_dir, unsloth)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,80 @@
+"""Charts: GRPO training curves from TRL's log history, and evaluation charts comparing agents."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+
+def _series(history: Sequence[dict], key: str) -> tuple[list[int], list[float]]:
+    points = [(h["step"], h[key]) for h in history if key in h and "step" in h]
+    return [p[0] for p in points], [float(p[1]) for p in points]
+
+
+def write_curves(history: Sequence[dict], out: Path) -> list[Path]:
+    """`reward_curve.png` and `loss_curve.png` in `out`."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    steps, reward = _series(history, "reward")
+    _, std = _series(history, "reward_std")
+    ax.plot(steps, reward, label="reward (total)", color="C0")
+    if len(std) == len(reward):
+        low = [r - s for r, s in zip(reward, std, strict=True)]
+        ax.fill_between(steps, low, [r + s for r, s in zip(reward, std, strict=True)], alpha=0.2)
+    keys = sorted({k for h in history for k in h if k.startswith("rewards/") and k.endswith("/mean")})
+    for i, key in enumerate(keys, start=1):
+        ax.plot(*_series(history, key), label=key.removeprefix("rewards/").removesuffix("/mean"), color=f"C{i}")
+    ax.set(xlabel="step", ylabel="reward", title="GRPO reward")
+    ax.legend(fontsize=8)
+    paths = [out / "reward_curve.png", out / "loss_curve.png"]
+    fig.savefig(paths[0], dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(*_series(history, "loss"), color="C3")
+    ax.set(xlabel="step", ylabel="loss", title="GRPO loss")
+    fig.savefig(paths[1], dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return paths
+
+
+def write_charts(results: dict[str, dict], out: Path) -> list[Path]:
+    """`eval_reward.png` (mean ± 95% CI), `eval_calibration.png` (reliability), `eval_flags.png` (recall per kind)."""
+    names = list(results)
+    paths = [out / "eval_reward.png", out / "eval_calibration.png", out / "eval_flags.png"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    means = [results[n]["reward"]["mean"] for n in names]
+    errs = [
+        [m - results[n]["reward"]["ci95_low"] for n, m in zip(names, means, strict=True)],
+        [results[n]["reward"]["ci95_high"] - m for n, m in zip(names, means, strict=True)],
+    ]
+    ax.bar(names, means, yerr=errs, capsize=4, color=[f"C{i}" for i in range(len(names))])
+    ax.set(ylabel="mean reward (95% CI)", title="Reward by agent")
+    fig.savefig(paths[0], dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], ls="--", color="grey", label="perfect calibration")
+    for i, name in enumerate(names):
+        table = results[name]["calibration"]["reliability"]
+        ax.plot(
+            [t["confidence"] for t in table], [t["accuracy"] for t in table], marker="o", color=f"C{i}", label=name
+        )
+    ax.set(xlabel="stated confidence", ylabel="accuracy", xlim=(0, 1), ylim=(0, 1), title="Reliability")
+    ax.legend(fontsize=8)
+    fig.savefig(paths[1], dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    kinds = [k for k in results[names[0]]["flags"] if k != "all"]
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        xs = [j + i * width for j in range(len(kinds))]
+        ax.bar(xs, [results[name]["flags"][k]["recall"] for k in kinds], width, label=name, color=f"C{i}")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(kinds))], kinds)
+    ax.set(ylabel="flag recall", ylim=(0, 1.05), title="Corrupt documents flagged, by corruption kind")
+    ax.legend(fontsize=8)
+    fig.savefig(paths[2], dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return paths

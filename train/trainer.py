@@ -1,0 +1,88 @@
+"""GRPO on streamed episodes: builds TRL's trainer from the typed params, trains, writes the outputs.
+
+Imports TRL, so `train.grpo` imports this module only after Unsloth had its chance to patch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from trl import GRPOConfig, GRPOTrainer
+from trl.chat_template_utils import qwen2_5_chat_template, supports_tool_calling
+
+from train.backend import Policy
+from train.config import TrainParams
+from train.data import grpo_rows, stream_episodes
+from train.plots import write_curves
+from train.rewards import episode_reward, format_reward
+from train.tools import ContextCorruptionEnv
+
+logger = logging.getLogger(__name__)
+
+_GRPO_KEYS = (
+    "learning_rate",
+    "num_generations",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "max_completion_length",
+    "max_tool_calling_iterations",
+    "temperature",
+    "logging_steps",
+    "save_steps",
+    "seed",
+    "max_steps",
+    "output_dir",
+    "report_to",
+)
+
+
+def grpo_config(params: TrainParams, overrides: dict[str, Any]) -> GRPOConfig:
+    settings = {key: getattr(params, key) for key in _GRPO_KEYS}
+    if params.mode == "oneshot":
+        settings["reward_weights"] = [1.0, params.format_reward_weight]
+    # Rows are stored pre-shuffled: a shuffle buffer would only add memory and the stream-end sleep.
+    return GRPOConfig(**settings, shuffle_dataset=False, logging_first_step=True, **overrides)
+
+
+def ensure_tool_template(tokenizer: Any) -> None:
+    """Tool mode needs a template that renders tool calls: ChatML models without one get TRL's Qwen2.5 template."""
+    if supports_tool_calling(tokenizer):
+        return
+    if "<|im_start|>" not in (tokenizer.chat_template or ""):
+        raise ValueError("mode tools: the model's chat template cannot render tool calls and is not ChatML")
+    logger.warning("chat template cannot render tool calls: using TRL's Qwen2.5 (ChatML) tool template")
+    tokenizer.chat_template = qwen2_5_chat_template
+
+
+def build_trainer(params: TrainParams, policy: Policy, rank: int = 0, world_size: int = 1) -> GRPOTrainer:
+    stream = stream_episodes(params.data, params.split, revision=params.revision, rank=rank, world_size=world_size)
+    kwargs: dict[str, Any] = {}
+    if params.mode == "tools":
+        ensure_tool_template(policy.tokenizer)
+        kwargs["environment_factory"] = ContextCorruptionEnv
+    else:
+        kwargs["reward_funcs"] = [episode_reward, format_reward]
+    return GRPOTrainer(
+        model=policy.model,
+        args=grpo_config(params, policy.config_overrides),
+        train_dataset=grpo_rows(stream, params.mode),
+        processing_class=policy.tokenizer,
+        peft_config=policy.peft_config,
+        **kwargs,
+    )
+
+
+def train(params: TrainParams, policy: Policy, rank: int = 0, world_size: int = 1) -> list[dict]:
+    """Train, then save the adapter, `log_history.json` and the curves in `output_dir`; returns the log history."""
+    trainer = build_trainer(params, policy, rank, world_size)
+    trainer.train()
+    out = Path(params.output_dir)
+    trainer.save_model(str(out))
+    history = trainer.state.log_history
+    if trainer.is_world_process_zero():
+        (out / "log_history.json").write_text(json.dumps(history, indent=1))
+        write_curves(history, out)
+    return history
