@@ -23,15 +23,30 @@ POPQA_TYPES = {
     **dict.fromkeys(("father", "mother", "director", "producer", "screenwriter", "composer", "author"), "person"),
     **dict.fromkeys(("place_of_birth", "country", "capital", "capital_of"), "place"),
 }
+POPQA_COLUMNS = {"id", "subj", "prop", "obj", "question", "possible_answers", "o_aliases"}
 # FaithEval questions that only make sense next to their answer options.
 _NEEDS_OPTIONS = re.compile(r"^(which|what) of (the|these) (following|options|choices)\b", re.IGNORECASE)
 
 
-def _rows(path: str, split: str, limit: int) -> Iterable[dict]:
+class HubSourceError(RuntimeError):
+    """A Hub source could not be read, or does not have the columns its loader reads."""
+
+
+def _rows(source: str, path: str, split: str, limit: int, columns: set[str]) -> Iterable[dict]:
     # Imported here: `datasets` takes over a second to import and the default build never needs it.
     from datasets import load_dataset
 
-    return load_dataset(path, split=f"{split}[:{limit}]")
+    try:
+        rows = load_dataset(path, split=f"{split}[:{limit}]")
+    except (OSError, ValueError) as err:
+        raise HubSourceError(
+            f"facts.sources: {source} could not be read from {path!r} ({type(err).__name__}: {err}); it needs the "
+            "Hugging Face Hub or a local copy of the dataset: remove it from facts.sources to build offline"
+        ) from err
+    missing = columns - set(rows.column_names)
+    if missing:
+        raise HubSourceError(f"{source} at {path!r} lacks the columns {sorted(missing)}; it has {rows.column_names}")
+    return rows
 
 
 def _json_list(value: object) -> list:
@@ -71,7 +86,7 @@ def _add(
 def nq_open(path: str | None, limit: int, split: str = "train") -> pl.DataFrame:
     """nq_open rows: question (str), answer (list[str]); the first short answer is canonical."""
     rows = FactRows("nq_open")
-    for row in _rows(path or NQ_OPEN, split, limit):
+    for row in _rows("nq_open", path or NQ_OPEN, split, limit, {"question", "answer"}):
         answers = [a.strip() for a in row["answer"] if is_short(a)]
         if answers:
             question = as_question(row["question"])
@@ -83,7 +98,7 @@ def nq_open(path: str | None, limit: int, split: str = "train") -> pl.DataFrame:
 def popqa(path: str | None, limit: int, split: str = "test") -> pl.DataFrame:
     """PopQA rows: id, subj, prop, obj, question, and JSON-encoded possible_answers / o_aliases."""
     rows = FactRows("popqa")
-    for row in _rows(path or POPQA, split, limit):
+    for row in _rows("popqa", path or POPQA, split, limit, POPQA_COLUMNS):
         obj = str(row["obj"]).strip()
         answers = [obj, *_json_list(row["possible_answers"]), *_json_list(row["o_aliases"])]
         answers = [a.strip() for a in answers if isinstance(a, str)]
@@ -107,7 +122,7 @@ def faitheval(path: str | None, limit: int, split: str = "test") -> pl.DataFrame
     The keyed answer is the one its own context supports (the benchmark's counterfactual), kept as given.
     """
     rows = FactRows("faitheval")
-    for row in _rows(path or FAITHEVAL, split, limit):
+    for row in _rows("faitheval", path or FAITHEVAL, split, limit, {"id", "question", "choices", "answerKey"}):
         labels, texts = row["choices"]["label"], row["choices"]["text"]
         if row["answerKey"] not in labels or _NEEDS_OPTIONS.match(row["question"].strip()):
             continue

@@ -173,3 +173,14 @@ def test_build_with_every_source(hub_paths):
     france = table.filter(pl.col("question") == "What is the capital of France?")
     assert france["fact_id"].to_list() == ["geonames:capital:FR"]
     assert table.equals(pl.from_arrow(build_facts(params, 5, hub_paths=hub_paths)))
+
+
+def test_unreadable_or_misshapen_sources_name_the_problem(tmp_path, hub_paths):
+    empty = tmp_path / "no data"
+    empty.mkdir()
+    with pytest.raises(hub.HubSourceError, match=r"facts\.sources: popqa could not be read from .*no data"):
+        hub.popqa(str(empty), limit=10)
+    with pytest.raises(hub.HubSourceError, match=r"Unknown split"):
+        hub.popqa(hub_paths["nq_open"], limit=10)
+    with pytest.raises(hub.HubSourceError, match=r"popqa at .* lacks the columns \['o_aliases', 'obj', 'possible"):
+        hub.popqa(hub_paths["faitheval"], limit=10)
