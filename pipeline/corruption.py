@@ -31,7 +31,7 @@ from pipeline.schema import CORRUPTION_KINDS
 NONE, NUMBER, ENTITY, INVERSION, COHERENT = range(len(CORRUPTION_KINDS))
 # A relation needs this many distinct answers (the truth and four wrong ones) to be its own substitute pool.
 MIN_GROUP = 5
-MAX_ROUNDS = 8
+MAX_ROUNDS = 16
 # u columns a draw must provide: substitute offset, perturbation size, perturbation sign.
 U_COLUMNS = 3
 _NUMERIC = r"^(\D*?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,6}))?(\D*)$"
@@ -59,6 +59,7 @@ class Truths:
     own: np.ndarray  # position of the answer in its group, -1 when absent
     entity_ok: np.ndarray
     candidates: pl.Series
+    normalized: pl.Series  # candidates, normalised
     group_start: np.ndarray
     group_size: np.ndarray
 
@@ -93,6 +94,7 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
         own=own,
         entity_ok=big | facts["answer_type"].is_in(_POOLED_TYPES).to_numpy() | ~numeric,
         candidates=cand["value"],
+        normalized=cand.select(normalize_expr(pl.col("value"))).to_series(),
         group_start=starts,
         group_size=np.diff(np.r_[starts, len(cand)]),
     )
@@ -144,41 +146,46 @@ _TYPE_POOL = {"person": "person", "organization": "organization", "place": "plac
 
 
 def claims(
-    t: Truths, rows: np.ndarray, levels: np.ndarray, u: np.ndarray, transpose: bool = True
-) -> tuple[pl.Series, np.ndarray]:
-    """One wrong-value attempt per item: `rows` fact rows, `levels` requested kinds, `u` (n, U_COLUMNS) in [0, 1).
+    t: Truths, rows: np.ndarray, levels: np.ndarray, u: np.ndarray, round_: int = 0
+) -> tuple[pl.Series, pl.Series, np.ndarray]:
+    """One wrong-value attempt per item: values, their normalised forms and the kinds applied.
 
-    Transposition has no randomness, so redraws (`transpose=False`) use a near miss instead.
+    `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
+    (`round_` > 0) widen near misses and use them instead of transposition (which has no randomness),
+    so small numbers with few near values still find a free one.
     """
     numeric = t.numeric[rows]
     perturb = np.where(levels == ENTITY, ~t.entity_ok[rows], numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
-    value = _near_miss(t, rows, u)
-    transposed = _transpose(t.value[rows], t.decimals[rows], t.year[rows])
-    value = np.where(transpose & (levels == INVERSION) & (transposed != t.value[rows]), transposed, value)
-    numbers = _format(value, t.decimals[rows], t.commas[rows], t.prefix.gather(rows), t.suffix.gather(rows))
-    g = t.group[rows]
+    at, rest = np.flatnonzero(perturb), np.flatnonzero(~perturb)
+    p = rows[at]
+    value = _near_miss(t, p, u[at], round_)
+    transposed = _transpose(t.value[p], t.decimals[p], t.year[p])
+    value = np.where((round_ == 0) & (levels[at] == INVERSION) & (transposed != t.value[p]), transposed, value)
+    numbers = _format(value, t.decimals[p], t.commas[p], t.prefix.gather(p), t.suffix.gather(p))
+    g = t.group[rows[rest]]
     size = t.group_size[g]
-    offset = np.minimum((u[:, 0] * (size - 1)).astype(np.int64), size - 2)
-    subs = t.candidates.gather(t.group_start[g] + (t.own[rows] + 1 + offset) % size)
-    out = pl.select(pl.when(pl.lit(perturb)).then(pl.lit(numbers)).otherwise(pl.lit(subs))).to_series()
-    return out, applied
+    offset = np.minimum((u[rest, 0] * (size - 1)).astype(np.int64), size - 2)
+    pick = t.group_start[g] + (t.own[rows[rest]] + 1 + offset) % size
+    order = np.argsort(np.r_[at, rest], kind="stable")
+    values = pl.concat([numbers, t.candidates.gather(pick)]).gather(order)
+    norms = pl.concat([numbers.to_frame().select(normalize_expr(pl.first())).to_series(), t.normalized.gather(pick)])
+    return values, norms.gather(order), applied
 
 
-def _near_miss(t: Truths, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+def _near_miss(t: Truths, rows: np.ndarray, u: np.ndarray, round_: int) -> np.ndarray:
+    """Years move 1..20, other numbers 5..35 % in steps of their own rounding; each redraw round reaches further."""
     value = t.value[rows]
-    sign = np.where(u[:, 2] < 0.5, -1, 1)
-    scale = 10 ** t.decimals[rows]
-    year_step = (1 + (u[:, 1] * 20).astype(np.int64)) * scale
     digits = np.floor(np.log10(np.maximum(value, 1))).astype(np.int64) + 1
     zeros = np.zeros_like(value)
     for z in range(1, 16):
         zeros += (value % 10**z == 0) & (value > 0) & (digits - z >= 2)
-    unit = 10**zeros
-    step = np.maximum(np.rint(value * (0.05 + 0.30 * u[:, 1]) / unit).astype(np.int64), 1) * unit
-    step = np.where(t.year[rows], year_step, step)
-    moved = value + sign * step
+    unit = np.where(t.year[rows], 10 ** t.decimals[rows], 10**zeros)
+    relative = np.maximum(np.rint(value * (0.05 + 0.30 * u[:, 1]) / unit).astype(np.int64), 1)
+    base = np.where(t.year[rows], 1 + (u[:, 1] * 20).astype(np.int64), relative)
+    step = (base + round_ * (1 + (u[:, 1] * 4).astype(np.int64))) * unit
+    moved = value + np.where(u[:, 2] < 0.5, -1, 1) * step
     return np.where(moved < 0, value + step, moved)
 
 
@@ -220,26 +227,28 @@ def resolve(
     levels: np.ndarray,
     draw: Callable[[np.ndarray, int], np.ndarray],
     avoid: Sequence[pl.Series] = (),
-) -> tuple[pl.Series, np.ndarray]:
-    """Wrong claims that normalise to neither the answer, an alias, nor any `avoid` value of the same item.
+) -> tuple[pl.Series, pl.Series, np.ndarray]:
+    """Wrong claims whose normalised form is neither the answer's, an alias's, nor an `avoid` one of the item.
 
-    `draw(items, round)` returns the u columns of those items for that round, so each item's result
-    depends only on its own draws.
+    `avoid` holds normalised values; returns values, normalised values and applied kinds. `draw(items,
+    round)` returns the u columns of those items for that round, so each item's result depends only on
+    its own draws.
     """
     n = len(rows)
     todo = np.arange(n)
-    parts, where, kinds = [], [], np.zeros(n, dtype=np.int8)
-    avoided = [normalize_expr(pl.lit(a)) for a in avoid]
+    values, norms, where, kinds = [], [], [], np.zeros(n, dtype=np.int8)
     for round_ in range(MAX_ROUNDS):
-        values, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_ == 0)
-        checks = [pl.lit(t.accepted.gather(rows[todo])).list.contains(normalize_expr(pl.lit(values)))]
-        checks += [normalize_expr(pl.lit(values)) == a.gather(pl.lit(todo)) for a in avoided]
-        bad = pl.select(pl.any_horizontal(checks).fill_null(True)).to_series().to_numpy()
-        parts.append(values.filter(~bad))
+        value, norm, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_)
+        frame = pl.DataFrame({"norm": norm, "accepted": t.accepted.gather(rows[todo])})
+        checks = [pl.col("accepted").list.contains(pl.col("norm"))]
+        checks += [pl.col("norm") == pl.lit(a.gather(todo)) for a in avoid]
+        bad = frame.select(pl.any_horizontal(checks).fill_null(True)).to_series().to_numpy()
+        values.append(value.filter(~bad))
+        norms.append(norm.filter(~bad))
         where.append(todo[~bad])
         kinds[todo[~bad]] = applied[~bad]
         todo = todo[bad]
         if not len(todo):
             order = np.argsort(np.concatenate(where), kind="stable")
-            return pl.concat(parts).gather(order), kinds
+            return pl.concat(values).gather(order), pl.concat(norms).gather(order), kinds
     raise RuntimeError(f"no wrong claim found after {MAX_ROUNDS} draws for fact rows {sorted(set(rows[todo]))[:10]}")

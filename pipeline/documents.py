@@ -14,12 +14,13 @@ no Python loop per document.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pipeline.schema import CORRUPTION_LEVELS, TASKS
 
@@ -394,38 +395,44 @@ def framing(levels: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 _FIELD = re.compile(r"\{(\w+)\}")
+_CLAUSE_FIELD = re.compile(r"\{(c|C|cd|Cd)\}")
+# Values a template can name; a code >= 0 is a literal (id in _LITERALS), a code < 0 is the slot -1 - code.
+SLOTS = ("s", "v", "d", "q", "label", "Label", "src", "body", "report", "year")
+_LITERALS: dict[str, int] = {"": 0}
+
+
+def _codes(texts: Sequence[str]) -> np.ndarray:
+    """Template texts → rows of piece codes; row 0 is the empty template."""
+    rows = []
+    for text in texts:
+        parts = _FIELD.split(text)
+        rows.append(
+            [
+                -1 - SLOTS.index(p) if i % 2 else _LITERALS.setdefault(p, len(_LITERALS))
+                for i, p in enumerate(parts)
+                if p
+            ]
+        )
+    out = np.zeros((1 + len(rows), max(map(len, rows))), dtype=np.int64)
+    for i, row in enumerate(rows, start=1):
+        out[i, : len(row)] = row
+    return out
 
 
 @dataclass(frozen=True)
 class Templates:
-    """Template families compiled to pieces; row 0 is the empty template, which renders null."""
+    """Template families compiled to piece codes (row 0: the empty template, which renders nothing)."""
 
-    texts: tuple[str, ...]
-    literals: tuple[pl.Series, ...]
-    fields: np.ndarray  # (1 + templates, max fields): index into names; len(names) means no field
-    names: tuple[str, ...]
+    codes: np.ndarray
     start: np.ndarray
     count: np.ndarray
 
     @classmethod
-    def compile(cls, families: Sequence[Sequence[str]]) -> Templates:
-        texts = tuple(text for family in families for text in family)
-        split = [_FIELD.split(text) for text in texts]
-        names = tuple(sorted({name for parts in split for name in parts[1::2]}))
-        width = max(len(parts) // 2 for parts in split)
-        literals = [[None] + [parts[2 * m] if 2 * m < len(parts) else "" for parts in split] for m in range(width + 1)]
-        fields = np.full((len(split) + 1, width), len(names), dtype=np.int64)
-        for row, parts in enumerate(split, start=1):
-            fields[row, : len(parts) // 2] = [names.index(name) for name in parts[1::2]]
+    def compile(cls, families: Sequence[Sequence[str]], codes: np.ndarray | None = None) -> Templates:
+        """`codes` replaces the compiled texts (frames compile theirs in parts)."""
         count = np.array([len(family) for family in families], dtype=np.int64)
-        return cls(
-            texts=("",) + texts,
-            literals=tuple(pl.Series(column, dtype=pl.String) for column in literals),
-            fields=fields,
-            names=names,
-            start=1 + np.r_[0, np.cumsum(count)[:-1]],
-            count=count,
-        )
+        texts = [text for family in families for text in family]
+        return cls(_codes(texts) if codes is None else codes, 1 + np.r_[0, np.cumsum(count)[:-1]], count)
 
     def pick(self, family: np.ndarray, u: np.ndarray, present: np.ndarray | bool = True) -> np.ndarray:
         """Template row per document: uniform within its family; the empty template where not present."""
@@ -435,24 +442,34 @@ class Templates:
     def distinct(self, family: np.ndarray, start: np.ndarray, step: np.ndarray, j: int, present: np.ndarray):
         """The j-th of several distinct templates of a family: start + j * step modulo its (prime) size."""
         count = self.count[family]
-        first = (start * count).astype(np.int64)
         stride = 1 + (step * (count - 1)).astype(np.int64)
-        return np.where(present, self.start[family] + (first + j * stride) % count, 0)
+        return np.where(present, self.start[family] + ((start * count).astype(np.int64) + j * stride) % count, 0)
 
-    def uses(self, name: str) -> np.ndarray:
-        """Per template row: whether it has the field `name`."""
-        return np.array([f"{{{name}}}" in text for text in self.texts])
 
-    def render(self, choice: np.ndarray, slots: Mapping[str, pl.Series]) -> pl.Series:
-        n = len(choice)
-        stacked = pl.concat([slots[name].cast(pl.String) for name in self.names] + [pl.repeat("", n, eager=True)])
-        rows = np.arange(n)
-        columns = {}
-        for m in range(self.fields.shape[1]):
-            columns[f"l{m}"] = self.literals[m].gather(choice)
-            columns[f"f{m}"] = stacked.gather(self.fields[choice, m] * n + rows)
-        columns["end"] = self.literals[-1].gather(choice)
-        return pl.DataFrame(columns).select(pl.concat_str(pl.all())).to_series()
+@dataclass(frozen=True)
+class Frames:
+    """Claim sentences split around their (up to two) clauses: head {clause} middle {clause} tail."""
+
+    head: np.ndarray
+    middle: np.ndarray
+    tail: np.ndarray
+    clauses: np.ndarray  # (1 + frames, 2): the clause fields in order, index into ("", *_CLAUSE_NAMES)
+    templates: Templates
+
+    @classmethod
+    def compile(cls, families: Sequence[Sequence[str]]) -> Frames:
+        split = [_CLAUSE_FIELD.split(text) + ["", ""] for family in families for text in family]
+        names = ("", "c", "C", "cd", "Cd")
+        clauses = np.zeros((1 + len(split), 2), dtype=np.int64)
+        clauses[1:] = [[names.index(parts[1]), names.index(parts[3] if len(parts) > 5 else "")] for parts in split]
+        head = _codes([parts[0] for parts in split])
+        return cls(
+            head=head,
+            middle=_codes([parts[2] for parts in split]),
+            tail=_codes([parts[4] if len(parts) > 5 else "" for parts in split]),
+            clauses=clauses,
+            templates=Templates.compile(families, head),
+        )
 
 
 def _capitalized(text: str) -> str:
@@ -464,15 +481,17 @@ _FAMILIES = (GENERIC_CLAUSES, OPEN_CLAUSES) + tuple(clauses + GENERIC_CLAUSES fo
 OPEN_FAMILY = 1
 # Clause templates twice: as written (embedded after "that"), then capitalised (opening a sentence).
 _CLAUSES = Templates.compile(_FAMILIES + tuple(tuple(map(_capitalized, family)) for family in _FAMILIES))
-_FRAMES = Templates.compile(FRAMES)
+_FRAMES = Frames.compile(FRAMES)
 _CORROBORATIONS = Templates.compile([CORROBORATIONS])
 _FILLERS = Templates.compile(tuple(FILLERS.values()))
 _TITLES = Templates.compile(tuple(TITLES.values()))
+_SPACE = _LITERALS.setdefault(" ", len(_LITERALS))
 _OPEN_TITLES = tuple(TITLES).index("question")
 _SOURCES = pl.Series([name for names in SOURCES.values() for name in names])
 _SOURCE_GENRE = np.repeat(np.arange(len(SOURCES)), [len(names) for names in SOURCES.values()])
 _BODIES = pl.Series(BODIES)
 _REPORTS = pl.Series(REPORTS)
+_LITERAL_SERIES = pl.Series(list(_LITERALS), dtype=pl.String)
 
 
 def topics(relation: pl.Series) -> tuple[np.ndarray, np.ndarray, pl.Series]:
@@ -518,35 +537,66 @@ def render(batch: Batch) -> tuple[pl.Series, pl.Series]:
         "report": _REPORTS.gather(_index(u[:, U.REPORT], len(_REPORTS))),
         "year": _years(u[:, U.YEAR], batch.answer, batch.claim),
     }
+    stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, _SOURCE_GENRE[source])
-    title = _TITLES.render(_TITLES.pick(genre, u[:, U.TITLE]), slots)
-    frame = _FRAMES.pick(batch.framing, u[:, U.FRAME])
-    claim_clause = _CLAUSES.pick(batch.family + _FRAMES.uses("C")[frame] * len(_FAMILIES), u[:, U.CLAUSE])
-    slots["c"] = slots["C"] = _CLAUSES.render(claim_clause, slots)
-    denies = _FRAMES.uses("cd")[frame] | _FRAMES.uses("Cd")[frame]
-    decoy_clause = _CLAUSES.pick(
-        batch.family + _FRAMES.uses("Cd")[frame] * len(_FAMILIES), u[:, U.DECOY_CLAUSE], denies
-    )
-    slots["cd"] = slots["Cd"] = _CLAUSES.render(decoy_clause, slots | {"v": batch.decoy})
+    title = _concat(stacked, [_TITLES.codes[_TITLES.pick(genre, u[:, U.TITLE])]])
+    return title, _concat(stacked, _content_codes(batch))
+
+
+def _content_codes(batch: Batch) -> list[np.ndarray]:
+    """Piece codes of every content, block by block: [filler] claim sentence [corroborations] [fillers]."""
+    u, n = batch.u, len(batch.framing)
+    frame = _FRAMES.templates.pick(batch.framing, u[:, U.FRAME])
     sentences = 2 + _index(u[:, U.LENGTH], 3)
     wanted = np.where(batch.framing == AUTHORITATIVE, 1 + _index(u[:, U.CORROBORATIONS], 2), 0)
     corroborations = np.minimum(wanted, sentences - 1)
     fillers = sentences - 1 - corroborations
-    parts = {"frame": _FRAMES.render(frame, slots)}
-    zero = np.zeros(len(frame), dtype=np.int64)
+    lead = (u[:, U.LEAD] < 0.5) & (fillers > 0)
+    filler = [
+        _FILLERS.codes[_FILLERS.distinct(batch.domain, u[:, U.FILLER_START], u[:, U.FILLER_STEP], j, j < fillers)]
+        for j in range(3)
+    ]
+    blocks = [np.where(lead[:, None], filler[0], 0), _spaces(lead), _FRAMES.head[frame]]
+    for position, middle in enumerate((_FRAMES.middle, _FRAMES.tail)):
+        blocks += [_clause(batch, _FRAMES.clauses[frame, position]), middle[frame]]
     for j in range(2):
         pick = _CORROBORATIONS.distinct(
-            zero, u[:, U.CORROBORATION_START], u[:, U.CORROBORATION_STEP], j, j < corroborations
+            np.zeros(n, np.int64), u[:, U.CORROBORATION_START], u[:, U.CORROBORATION_STEP], j, j < corroborations
         )
-        parts[f"corroboration{j}"] = _CORROBORATIONS.render(pick, slots)
-    for j in range(3):
-        pick = _FILLERS.distinct(batch.domain, u[:, U.FILLER_START], u[:, U.FILLER_STEP], j, j < fillers)
-        parts[f"filler{j}"] = _FILLERS.render(pick, slots)
-    lead = pl.lit((u[:, U.LEAD] < 0.5) & (fillers > 0))
-    order = [pl.when(lead).then("filler0"), "frame", "corroboration0", "corroboration1"]
-    order += [pl.when(~lead).then("filler0"), "filler1", "filler2"]
-    content = pl.DataFrame(parts).select(pl.concat_str(order, separator=" ", ignore_nulls=True)).to_series()
-    return title, content
+        blocks += [_spaces(j < corroborations), _CORROBORATIONS.codes[pick]]
+    blocks += [_spaces(~lead & (fillers > 0)), np.where(lead[:, None], 0, filler[0])]
+    for j in (1, 2):
+        blocks += [_spaces(j < fillers), filler[j]]
+    return blocks
+
+
+def _clause(batch: Batch, which: np.ndarray) -> np.ndarray:
+    """Codes of the clause a frame names: 1 c, 2 C (the claim), 3 cd, 4 Cd (the denied value); 0 none."""
+    capital = (which == 2) | (which == 4)
+    denied = which >= 3
+    u = np.where(denied, batch.u[:, U.DECOY_CLAUSE], batch.u[:, U.CLAUSE])
+    codes = _CLAUSES.codes[_CLAUSES.pick(batch.family + capital * len(_FAMILIES), u, which > 0)]
+    return np.where(denied[:, None] & (codes == _slot("v")), _slot("d"), codes)
+
+
+def _slot(name: str) -> int:
+    return -1 - SLOTS.index(name)
+
+
+def _spaces(present: np.ndarray) -> np.ndarray:
+    return np.where(present, _SPACE, 0)[:, None]
+
+
+def _concat(stacked: pl.Series, blocks: Sequence[np.ndarray]) -> pl.Series:
+    """One string per row from its piece codes: one gather of the non-empty pieces, then one join per row."""
+    codes = np.concatenate(blocks, axis=1)
+    present = codes != 0
+    codes, counts = codes[present], present.sum(axis=1)
+    n = len(counts)
+    base = np.r_[len(_LITERAL_SERIES) + np.arange(len(SLOTS))[::-1] * n, np.arange(len(_LITERAL_SERIES))]
+    index = base[codes + len(SLOTS)] + (codes < 0) * np.repeat(np.arange(n), counts)
+    pieces = stacked.gather(index).to_arrow(compat_level=pl.CompatLevel.newest())
+    return pl.from_arrow(pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(counts)]), pieces)).list.join("")
 
 
 def _index(u: np.ndarray, size: int) -> np.ndarray:
