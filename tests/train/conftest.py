@@ -8,15 +8,13 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from tests.train.handmade import write_handmade
 from train.prompts import episode_text
 
 
 @pytest.fixture(scope="session")
-def episodes_dir(tmp_path_factory) -> Path:
-    return write_handmade(
-        tmp_path_factory.mktemp("episodes") / "episodes", {"train": 96, "validation": 32, "test": 32}
-    )
+def episodes_dir(dataset_dir) -> Path:
+    """The suite's small dataset, built by the real pipeline (tests/conftest.py)."""
+    return dataset_dir
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +27,7 @@ def tiny_model(tmp_path_factory, episodes_dir) -> Path:
     """A tiny Qwen2 model and BPE tokenizer trained on the train split's text (seconds on a CPU)."""
     from train.tiny import TinyConfig, build_tiny
 
-    rows = pq.read_table(sorted((episodes_dir / "data").glob("train-*.parquet"))).to_pylist()
+    rows = pq.read_table(sorted((episodes_dir / "data").glob("train-*.parquet"))).to_pylist()[:400]
     texts = [episode_text(r["question"], r["documents"]) for r in rows]
     return build_tiny(tmp_path_factory.mktemp("tiny") / "model", texts, TinyConfig(vocab_size=1024))
 
