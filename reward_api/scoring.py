@@ -14,7 +14,8 @@ import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypedDict
+
+from typing_extensions import TypedDict  # pydantic reads typing_extensions' TypedDict on Python 3.11
 
 from pipeline.schema import MAX_BUDGET, NUM_DOCS, REWARD_VERSION
 

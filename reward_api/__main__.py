@@ -1,0 +1,88 @@
+"""`python -m reward_api --data PATH_OR_REPO_ID [--revision REV] [--host 127.0.0.1] [--port 7860]`.
+
+Every option can also come from the environment (CONTEXTCORRUPTION_DATA, _REVISION, _HOST, _PORT), which
+is how a container or an HF Space passes the dataset repo id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+import uvicorn
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from reward_api.source import dataset_folder
+from reward_api.store import DEFAULT_CACHE_GROUPS, EpisodeStore, StoreError
+from reward_api.tokens import TokenSigner, server_secret
+
+log = logging.getLogger("reward_api")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CONTEXTCORRUPTION_")
+
+    data: str = "data/episodes"
+    revision: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 7860
+    cache_groups: int = DEFAULT_CACHE_GROUPS
+
+
+def parse_settings(argv: list[str] | None = None) -> Settings:
+    parser = argparse.ArgumentParser(prog="python -m reward_api", description="Serve a ContextCorruption dataset.")
+    parser.add_argument("--data", help="dataset folder, or Hub dataset repo id (namespace/name)")
+    parser.add_argument("--revision", help="Hub revision (tag, branch or commit) when --data is a repo id")
+    parser.add_argument("--host")
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--cache-groups", type=int, dest="cache_groups", help="row groups kept decoded in memory")
+    given = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
+    return Settings(**given)
+
+
+def try_it(host: str, port: int, first_id: int) -> str:
+    base = f"http://{host}:{port}"
+    return "\n".join(
+        [
+            f"ContextCorruption reward API on {base}  (docs: {base}/docs)",
+            "Try it:",
+            f"  curl -s {base}/episodes/{first_id}",
+            f"  curl -s -X POST {base}/reset -H 'content-type: application/json' -d '{{\"episode_id\": {first_id}}}'",
+            f"  curl -s -X POST {base}/score -H 'content-type: application/json' \\",
+            f'       -d \'{{"episode_id": {first_id}, "answer": "Paris", "flagged_ids": [2], "confidence": 0.7}}\'',
+            f"  curl -s {base}/tasks",
+        ]
+    )
+
+
+def skip_web_ui() -> None:
+    """openenv imports its optional gradio UI eagerly (7-10 s); unless asked for, make it look absent.
+
+    openenv already treats a missing gradio as "no web UI", so this only saves start-up time.
+    """
+    if os.environ.get("ENABLE_WEB_INTERFACE", "false").lower() not in ("true", "1", "yes"):
+        sys.modules.setdefault("gradio", None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = parse_settings(argv)
+    skip_web_ui()
+    from reward_api.env import Backend
+    from reward_api.server import build_app
+
+    try:
+        store = EpisodeStore(dataset_folder(settings.data, settings.revision), cache_groups=settings.cache_groups)
+    except StoreError as exc:
+        log.error("cannot serve: %s", exc)
+        return 2
+    app = build_app(Backend(store, TokenSigner(server_secret(), store.manifest.params_hash)))
+    log.info("%s", try_it(settings.host, settings.port, store.shards[0].first_id))
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

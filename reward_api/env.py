@@ -1,0 +1,136 @@
+"""The OpenEnv environment: a thin shell around the pure state machine in `game`.
+
+Built fresh for every HTTP request (OpenEnv's create_app does that), so construction costs nothing:
+the store and the token signer live in a shared `Backend`. Over HTTP the game state arrives in the
+signed state_token of each action; over /ws the instance keeps it between messages.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import EnvironmentMetadata
+
+from pipeline.randomness import integers
+from reward_api.game import GameState, MoveError, Outcome, apply
+from reward_api.models import (
+    ContextCorruptionAction,
+    ContextCorruptionObservation,
+    ContextCorruptionState,
+    DocumentView,
+    ResetBody,
+)
+from reward_api.store import EpisodeNotFound, EpisodeStore
+from reward_api.tokens import TokenError, TokenSigner
+
+ENV_NAME = "context_corruption"
+# Draw slot of pipeline.randomness used to map a reset seed to an episode.
+RESET_SLOT = 9001
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What every request shares: the episode store and the state-token signer."""
+
+    store: EpisodeStore
+    signer: TokenSigner
+
+
+def seeded_episode(store: EpisodeStore, seed: int, split: str, task: str | None) -> int:
+    """The episode a seed picks in a split (and task): a hash of (dataset seed, seed), stable across replicas."""
+    ids = store.ids_of(split, task)
+    if len(ids) == 0:
+        raise EpisodeNotFound(f"split {split!r} has no episodes of task {task!r}")
+    index = int(integers(store.manifest.seed, np.array([seed]), RESET_SLOT, len(ids))[0])
+    return int(ids[index])
+
+
+class ContextCorruptionEnv(Environment[ContextCorruptionAction, ContextCorruptionObservation, ContextCorruptionState]):
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, backend: Backend) -> None:
+        super().__init__()
+        self._backend = backend
+        self._game: GameState | None = None
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> ContextCorruptionObservation:
+        body = ResetBody.model_validate({"seed": seed, "episode_id": episode_id, **kwargs})
+        store = self._backend.store
+        if body.episode_id is not None:
+            chosen = body.episode_id
+            store.locate(chosen)
+        else:
+            chosen = seeded_episode(
+                store, secrets.randbelow(2**63) if body.seed is None else body.seed, body.split, body.task
+            )
+        self._game = GameState(chosen)
+        return self._observe(Outcome(self._game, None, "new episode: read the documents, flag corrupt ones, submit"))
+
+    def step(
+        self, action: ContextCorruptionAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> ContextCorruptionObservation:
+        state = self._current(action.state_token)
+        outcome = apply(state, action.move(), self._backend.store.key(state.episode_id))
+        self._game = outcome.state
+        return self._observe(outcome)
+
+    def _current(self, token: str | None) -> GameState:
+        if token is None:
+            if self._game is None:
+                raise MoveError("state_token is required over HTTP: send the one from the last /reset or /step")
+            return self._game
+        state = self._backend.signer.verify(token)
+        if self._game is not None and state.episode_id != self._game.episode_id:
+            raise TokenError(
+                f"state_token belongs to episode {state.episode_id}, this session plays {self._game.episode_id}"
+            )
+        return state
+
+    def _observe(self, outcome: Outcome) -> ContextCorruptionObservation:
+        state = outcome.state
+        view = self._backend.store.view(state.episode_id)
+        breakdown = outcome.breakdown
+        return ContextCorruptionObservation(
+            episode_id=state.episode_id,
+            split=view["split"],
+            task=view["task"],
+            question=view["question"],
+            documents=[DocumentView(**doc, is_flagged=doc["doc_id"] in state.flagged) for doc in view["documents"]],
+            flagged_ids=sorted(state.flagged),
+            budget_remaining=view["max_budget"] - state.budget_used,
+            turn=state.budget_used,
+            done=state.done,
+            reward=None if breakdown is None else breakdown["total"],
+            reward_breakdown=None if breakdown is None else dict(breakdown),
+            message=outcome.message,
+            state_token=self._backend.signer.sign(state),
+        )
+
+    @property
+    def state(self) -> ContextCorruptionState:
+        game = self._game
+        if game is None:
+            return ContextCorruptionState()
+        return ContextCorruptionState(
+            episode_id=str(game.episode_id),
+            step_count=game.budget_used,
+            flagged_ids=sorted(game.flagged),
+            budget_used=game.budget_used,
+            done=game.done,
+        )
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(
+            name=ENV_NAME,
+            description=(
+                "Answer a question from 8 retrieved documents, some deliberately corrupted: flag the corrupt ones "
+                "and submit an answer with a calibrated confidence. Reward v1 in [-0.2, 1.05]."
+            ),
+            version=self._backend.store.manifest.reward_version,
+        )

@@ -1,0 +1,74 @@
+"""Error responses: every failure is a 4xx whose `detail` says what is wrong, and is always valid JSON.
+
+FastAPI's stock handlers echo the offending input back, so a NaN in a body became a 500 while the
+error was being encoded; here inputs that JSON cannot carry are echoed as their repr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+
+from reward_api.game import EpisodeOver, MoveError
+from reward_api.store import EpisodeNotFound
+from reward_api.tokens import TokenError
+
+# Checked in order: subclasses before their bases.
+DOMAIN_STATUS = ((EpisodeNotFound, 404), (TokenError, 403), (EpisodeOver, 409), (MoveError, 422))
+
+
+def _json_safe(value: Any) -> Any:
+    """`value` if JSON can carry it as is, else its repr (NaN, infinities, exceptions, bytes)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def _clean(errors: Any) -> Any:
+    """Pydantic error lists without context objects or doc links; other details made JSON-safe."""
+    if not isinstance(errors, list | tuple):
+        return _json_safe(errors)
+    return [
+        {
+            "loc": list(e.get("loc", ())),
+            "msg": e.get("msg", ""),
+            "type": e.get("type", ""),
+            "input": _json_safe(e.get("input")),
+        }
+        if isinstance(e, dict)
+        else _json_safe(e)
+        for e in errors
+    ]
+
+
+def _handler(status: int | None):
+    async def handle(_request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, RequestValidationError | ValidationError):
+            detail = _clean(exc.errors())
+        elif isinstance(exc, HTTPException):
+            detail = _clean(exc.detail)
+        else:
+            detail = str(exc)
+        code = status if status is not None else getattr(exc, "status_code", 500)
+        return JSONResponse({"detail": detail}, status_code=code, headers=getattr(exc, "headers", None))
+
+    return handle
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    for exc_type, status in DOMAIN_STATUS:
+        app.add_exception_handler(exc_type, _handler(status))
+    app.add_exception_handler(RequestValidationError, _handler(422))
+    app.add_exception_handler(ValidationError, _handler(422))
+    app.add_exception_handler(HTTPException, _handler(None))

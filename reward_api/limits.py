@@ -1,0 +1,51 @@
+"""Request body limit: a body over 1 MiB gets a 413 before any route parses it.
+
+Checks the declared Content-Length first, then counts the bytes actually streamed, so a chunked or
+lying client cannot get a larger body through.
+"""
+
+from __future__ import annotations
+
+import json
+
+MAX_BODY_BYTES = 1 << 20
+
+
+class BodySizeLimit:
+    """Pure ASGI middleware; buffers bodies up to the limit and replays them to the app."""
+
+    def __init__(self, app, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self._refuse(send, f"Content-Length {declared.decode(errors='replace')}")
+            return
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                await self._refuse(send, f"more than {size} bytes streamed")
+                return
+            more = message.get("more_body", False)
+        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replayed():
+            return replay.pop() if replay else await receive()
+
+        await self.app(scope, replayed, send)
+
+    async def _refuse(self, send, what: str) -> None:
+        body = json.dumps({"detail": f"request body too large ({what}); the limit is {self.limit} bytes"}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

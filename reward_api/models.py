@@ -1,0 +1,216 @@
+"""Pydantic models at the API boundary: the OpenEnv action/observation/state and the extra routes' bodies.
+
+Field ranges here turn bad input into a 422 naming the field; the action's cross-field rules are
+`game.check_move`, so HTTP, WebSocket and training refuse the same actions with the same message.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+from pipeline.schema import MAX_BUDGET, NUM_DOCS, SPLITS, TASKS
+from reward_api.game import Move, check_move
+from reward_api.scoring import Breakdown
+
+ActionType = Literal["read_doc", "flag_suspicious", "unflag_doc", "submit_answer"]
+DocId = Annotated[int, Field(ge=0, le=NUM_DOCS - 1, description=f"Document id, 0..{NUM_DOCS - 1}")]
+EpisodeId = Annotated[int, Field(ge=0, description="Global episode id (see GET /manifest for the ranges)")]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, description="Confidence in the answer")]
+Answer = Annotated[str, Field(max_length=1000, description="The final answer")]
+MAX_BATCH = 8192
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _MoveFields(BaseModel):
+    """The four actions of DESIGN §5; each costs one budget."""
+
+    action_type: ActionType = Field(description="read_doc, flag_suspicious, unflag_doc (need doc_id) or submit_answer")
+    doc_id: DocId | None = None
+    answer: Answer | None = Field(default=None, description="submit_answer only")
+    confidence: Confidence | None = Field(default=None, description="submit_answer only")
+
+    @model_validator(mode="after")
+    def _check(self):
+        check_move(self.move())
+        return self
+
+    def move(self) -> Move:
+        return Move(self.action_type, self.doc_id, self.answer, self.confidence)
+
+
+class ContextCorruptionAction(_MoveFields, Action):
+    """An action for /step or /ws; over plain HTTP it carries the state_token of the previous observation."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"action_type": "flag_suspicious", "doc_id": 3, "state_token": "<token from the last observation>"},
+                {"action_type": "submit_answer", "answer": "Paris", "confidence": 0.8, "state_token": "<token>"},
+            ]
+        }
+    )
+    state_token: str | None = Field(
+        default=None, max_length=512, description="Required over HTTP; optional over /ws, where the session keeps it"
+    )
+
+
+class DocumentView(BaseModel):
+    doc_id: int = Field(description=f"0..{NUM_DOCS - 1}")
+    title: str
+    content: str
+    is_flagged: bool = Field(description="Whether the agent has flagged this document as corrupt")
+
+
+class ContextCorruptionObservation(Observation):
+    """What the agent sees: the question, the documents, its own progress, and the reward once done."""
+
+    episode_id: int
+    split: str
+    task: str = Field(description=f"Difficulty tier, one of {list(TASKS)}")
+    question: str
+    documents: list[DocumentView]
+    flagged_ids: list[int] = Field(description="Documents flagged so far, ascending")
+    budget_remaining: int = Field(description="Actions left; every action costs 1")
+    turn: int = Field(description="Actions taken so far")
+    reward_breakdown: Breakdown | None = Field(default=None, description="Every reward term, once the episode is over")
+    message: str = Field(description="What the last action did")
+    state_token: str = Field(description="Signed game state: send it back with the next action over HTTP")
+
+
+class ContextCorruptionState(State):
+    """The agent's progress only; never answers or corrupt ids. Over HTTP a fresh server holds none."""
+
+    flagged_ids: list[int] = Field(default_factory=list)
+    budget_used: int = 0
+    done: bool = False
+
+
+class ResetBody(_Closed):
+    """POST /reset: an episode by id, or a seed mapped deterministically to an episode of a split (and task)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"episode_id": 42}, {"seed": 7, "split": "test", "task": "hard"}, {}]}
+    )
+    episode_id: int | str | None = Field(default=None, description="Episode id, as an integer or a decimal string")
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1, description="Picks an episode of `split` by hash")
+    split: Literal[SPLITS] = Field(default="train", description="Split for seeded resets")  # type: ignore[valid-type]
+    task: Literal[TASKS] | None = Field(default=None, description="Restrict seeded resets to one tier")  # type: ignore[valid-type]
+
+    @field_validator("episode_id")
+    @classmethod
+    def _as_int(cls, value: int | str | None) -> int | None:
+        if isinstance(value, str):
+            if not value.strip().isdecimal():
+                raise ValueError(f"episode_id must be a non-negative integer, got {value!r}")
+            value = int(value)
+        if value is not None and value < 0:
+            raise ValueError(f"episode_id must be a non-negative integer, got {value}")
+        return value
+
+
+class DocumentOut(BaseModel):
+    doc_id: int
+    title: str
+    content: str
+
+
+class EpisodeView(BaseModel):
+    """GET /episodes/{id}: the visible columns of an episode (DESIGN §3)."""
+
+    episode_id: int
+    split: str
+    task: str
+    question: str
+    documents: list[DocumentOut]
+    max_budget: int
+
+
+class SubmissionIn(_Closed):
+    """A one-shot submission: the trace "flag each id, then submit" (costs len(flagged_ids) + 1 budget)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"episode_id": 0, "answer": "Paris", "flagged_ids": [2, 5], "confidence": 0.8}]
+        }
+    )
+    episode_id: EpisodeId
+    answer: Answer
+    flagged_ids: list[DocId] = Field(
+        default_factory=list, max_length=NUM_DOCS, description="Documents flagged as corrupt"
+    )
+    confidence: Confidence
+
+
+class TraceAction(_MoveFields, _Closed):
+    """One action of a trace."""
+
+
+class TraceIn(_Closed):
+    """A whole episode as actions; it must end with submit_answer or use up the budget."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "episode_id": 0,
+                    "actions": [
+                        {"action_type": "read_doc", "doc_id": 1},
+                        {"action_type": "flag_suspicious", "doc_id": 2},
+                        {"action_type": "submit_answer", "answer": "Paris", "confidence": 0.7},
+                    ],
+                }
+            ]
+        }
+    )
+    episode_id: EpisodeId
+    actions: list[TraceAction] = Field(min_length=1, max_length=MAX_BUDGET)
+
+
+def _shape(body: Any) -> str:
+    return "trace" if isinstance(body, dict) and "actions" in body else "submission"
+
+
+ScoreIn = Annotated[
+    Annotated[SubmissionIn, Tag("submission")] | Annotated[TraceIn, Tag("trace")], Discriminator(_shape)
+]
+
+
+class BatchIn(_Closed):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "submissions": [
+                        {"episode_id": 0, "answer": "Paris", "flagged_ids": [2], "confidence": 0.9},
+                        {"episode_id": 0, "answer": "Lyon", "flagged_ids": [], "confidence": 0.4},
+                    ]
+                }
+            ]
+        }
+    )
+    submissions: list[ScoreIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class ScoreOut(BaseModel):
+    episode_id: int
+    reward: float
+    breakdown: Breakdown
+    reward_version: str
+
+
+class BatchOut(BaseModel):
+    results: list[ScoreOut] = Field(description="One result per submission, in order")
+
+
+class TaskOut(BaseModel):
+    name: str
+    corrupt_docs: int
+    description: str
+    success_threshold: float
+    threshold_rule: str

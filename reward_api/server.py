@@ -1,0 +1,124 @@
+"""The FastAPI app: OpenEnv's routes from `create_app`, plus /episodes, /score, /score/batch, /tasks, /manifest.
+
+Nothing is kept per client between HTTP requests: the app holds only the read-only store and the token
+signer (`app.state.backend`), so any replica answers any request. Bad input gets a 4xx whose `detail`
+says what is wrong; no response carries a hidden column.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated
+
+from fastapi import Body, FastAPI, Path
+from fastapi.responses import JSONResponse
+from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.serialization import serialize_observation
+from openenv.core.env_server.types import ResetResponse
+from starlette.routing import Route
+
+from reward_api.env import ENV_NAME, Backend, ContextCorruptionEnv
+from reward_api.errors import install_error_handlers
+from reward_api.game import play
+from reward_api.limits import BodySizeLimit
+from reward_api.models import (
+    BatchIn,
+    BatchOut,
+    ContextCorruptionAction,
+    ContextCorruptionObservation,
+    ContextCorruptionState,
+    EpisodeView,
+    ResetBody,
+    ScoreIn,
+    ScoreOut,
+    SubmissionIn,
+    TaskOut,
+    TraceIn,
+)
+from reward_api.scoring import REWARD_VERSION, Breakdown, EpisodeKey, score_submission_key
+from reward_api.tasks import task_list
+
+MAX_SESSIONS = 256
+
+
+def _score_one(item: SubmissionIn | TraceIn, key: EpisodeKey) -> Breakdown:
+    """One submission or trace: the same state machine as /step (a one-shot is "flag each, then submit")."""
+    if isinstance(item, SubmissionIn):
+        return score_submission_key(item.answer, item.flagged_ids, item.confidence, key)
+    return play(item.episode_id, [action.move() for action in item.actions], key).breakdown
+
+
+def _result(episode_id: int, breakdown: Breakdown) -> dict:
+    return {
+        "episode_id": episode_id,
+        "reward": breakdown["total"],
+        "breakdown": breakdown,
+        "reward_version": REWARD_VERSION,
+    }
+
+
+def _replace_reset(app: FastAPI, backend: Backend) -> None:
+    """OpenEnv's /reset takes episode_id only as a string; ours also takes an int, a split and a task."""
+    app.router.routes[:] = [r for r in app.router.routes if not (isinstance(r, Route) and r.path == "/reset")]
+
+    @app.post("/reset", response_model=ResetResponse, tags=["Environment Control"], summary="Start an episode")
+    async def reset(body: Annotated[ResetBody, Body(default_factory=ResetBody)]) -> ResetResponse:
+        """Start an episode by `episode_id`, or by `seed` (deterministic per dataset) within `split`/`task`.
+
+        The observation's `state_token` carries the game: send it back with every `/step` action.
+        """
+        env = ContextCorruptionEnv(backend)
+        return ResetResponse(**serialize_observation(env.reset(**body.model_dump(exclude_none=True))))
+
+
+def _add_routes(app: FastAPI, backend: Backend) -> None:
+    store = backend.store
+    tasks = task_list()
+
+    @app.get(
+        "/episodes/{episode_id}", response_model=EpisodeView, tags=["Episodes"], summary="Agent view of an episode"
+    )
+    async def episode(episode_id: Annotated[int, Path(ge=0, description="Global episode id")]) -> JSONResponse:
+        """The visible columns only: never the answer, the aliases or which documents are corrupt."""
+        return JSONResponse(store.view(episode_id))
+
+    @app.post("/score", response_model=ScoreOut, tags=["Scoring"], summary="Score one submission or action trace")
+    async def score(body: Annotated[ScoreIn, Body()]) -> JSONResponse:
+        """Reward v1 of a one-shot submission (the trace "flag each id, then submit") or of a whole trace."""
+        return JSONResponse(_result(body.episode_id, _score_one(body, store.key(body.episode_id))))
+
+    @app.post("/score/batch", response_model=BatchOut, tags=["Scoring"], summary="Score many submissions")
+    async def score_batch(body: BatchIn) -> JSONResponse:
+        """Up to 8,192 submissions or traces (a GRPO group or more); each episode is looked up once."""
+        keys = store.keys(item.episode_id for item in body.submissions)
+        results = [_result(item.episode_id, _score_one(item, keys[item.episode_id])) for item in body.submissions]
+        return JSONResponse({"results": results})
+
+    @app.get("/tasks", response_model=list[TaskOut], tags=["Episodes"], summary="Difficulty tiers")
+    async def get_tasks() -> list[TaskOut]:
+        """Tier k has k corrupt documents; `success_threshold` follows from the reward formula (`threshold_rule`)."""
+        return tasks
+
+    @app.get("/manifest", tags=["Episodes"], summary="The dataset manifest")
+    async def manifest() -> dict:
+        """Id ranges per split, shards, row-group size, seed and versions of the served dataset."""
+        return store.manifest.model_dump(mode="json")
+
+
+def build_app(backend: Backend) -> FastAPI:
+    """The whole server for one dataset; `app.state.backend` gives later routes the store and signer."""
+    app = create_app(
+        env=functools.partial(ContextCorruptionEnv, backend),
+        action_cls=ContextCorruptionAction,
+        observation_cls=ContextCorruptionObservation,
+        state_cls=ContextCorruptionState,
+        env_name=ENV_NAME,
+        max_concurrent_envs=MAX_SESSIONS,
+    )
+    app.title = "ContextCorruption reward API"
+    app.state.backend = backend
+    _replace_reset(app, backend)
+    _add_routes(app, backend)
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit)
+    return app

@@ -1,0 +1,198 @@
+"""Episode store: finds an episode by id in a Hub-layout dataset folder without loading the dataset.
+
+The manifest says which shard holds an id and the row groups have a fixed size, so an id maps to
+(shard, row group, offset) by arithmetic. Row groups are read on demand, only the columns a caller
+needs, and kept in a bounded LRU cache; the ParquetFile handles stay open. Start-up checks every
+shard's footer against the manifest and refuses a missing or broken file by name.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from pipeline.schema import EPISODE_SCHEMA, SCHEMA_VERSION, TASKS, VISIBLE_COLUMNS, Manifest, ShardInfo
+from reward_api.scoring import REWARD_VERSION, EpisodeKey
+
+log = logging.getLogger(__name__)
+
+MANIFEST_NAME = "manifest.json"
+KEY_COLUMNS = ("answer", "answer_aliases", "corrupt_ids", "max_budget")
+DEFAULT_CACHE_GROUPS = 64
+DEFAULT_CACHE_KEYS = 65536
+
+
+class StoreError(RuntimeError):
+    """The dataset folder cannot be served; the message names the file and what is wrong with it."""
+
+
+class EpisodeNotFound(LookupError):
+    """No episode has this id; the message gives the valid range."""
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    shard: int
+    group: int
+    offset: int
+
+
+class _Lru:
+    """A small LRU map; the caller holds the store's lock."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict = OrderedDict()
+
+    def get(self, key, load: Callable):
+        value = self.items.get(key)
+        if value is None:
+            value = load()
+            self.items[key] = value
+            if len(self.items) > self.size:
+                self.items.popitem(last=False)
+        else:
+            self.items.move_to_end(key)
+        return value
+
+
+def read_manifest(root: Path) -> Manifest:
+    path = root / MANIFEST_NAME
+    try:
+        manifest = Manifest.model_validate_json(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise StoreError(f"{path}: missing; is {root} a dataset folder built by `dvc repro`?") from exc
+    except ValidationError as exc:
+        raise StoreError(f"{path}: not a valid manifest: {exc}") from exc
+    if manifest.schema_version != SCHEMA_VERSION or manifest.reward_version != REWARD_VERSION:
+        raise StoreError(
+            f"{path}: built for schema {manifest.schema_version} / reward {manifest.reward_version}, this server "
+            f"serves schema {SCHEMA_VERSION} / reward {REWARD_VERSION}"
+        )
+    return manifest
+
+
+def open_shard(root: Path, info: ShardInfo, row_group_rows: int) -> pq.ParquetFile:
+    """Open one shard and check its footer against the manifest; StoreError names the file."""
+    path = root / info.path
+    if not path.is_file():
+        raise StoreError(f"{path}: shard listed in the manifest is missing")
+    if path.stat().st_size != info.bytes:
+        raise StoreError(
+            f"{path}: {path.stat().st_size} bytes, the manifest says {info.bytes} (truncated or replaced?)"
+        )
+    try:
+        handle = pq.ParquetFile(path, memory_map=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise StoreError(f"{path}: not a readable Parquet file: {exc}") from exc
+    meta = handle.metadata
+    problems = []
+    if not handle.schema_arrow.equals(EPISODE_SCHEMA, check_metadata=False):
+        problems.append("schema differs from EPISODE_SCHEMA")
+    if meta.num_rows != info.num_rows:
+        problems.append(f"{meta.num_rows} rows, manifest says {info.num_rows}")
+    if meta.num_row_groups != info.num_row_groups:
+        problems.append(f"{meta.num_row_groups} row groups, manifest says {info.num_row_groups}")
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    if any(size != row_group_rows for size in sizes[:-1]) or (sizes and sizes[-1] > row_group_rows):
+        problems.append(f"row groups must hold {row_group_rows} rows (the last may hold fewer), got {sizes[:8]}...")
+    if problems:
+        raise StoreError(f"{path}: " + "; ".join(problems))
+    return handle
+
+
+class EpisodeStore:
+    """Read-only access to one dataset folder; safe to share between threads."""
+
+    def __init__(self, root: Path, cache_groups: int = DEFAULT_CACHE_GROUPS, cache_keys: int = DEFAULT_CACHE_KEYS):
+        self.root = Path(root)
+        self.manifest = read_manifest(self.root)
+        self.shards = sorted(self.manifest.shards, key=lambda s: s.first_id)
+        self._files = [open_shard(self.root, info, self.manifest.row_group_rows) for info in self.shards]
+        self._starts = [s.first_id for s in self.shards]
+        self.num_episodes = sum(s.num_rows for s in self.shards)
+        self._lock = threading.Lock()
+        self._groups = _Lru(cache_groups)
+        self._keys = _Lru(cache_keys)
+        self._task_ids: dict[tuple[str, str], np.ndarray] = {}
+        log.info("serving %d episodes from %d shards in %s", self.num_episodes, len(self.shards), self.root)
+
+    def locate(self, episode_id: int) -> Location:
+        """(shard, row group, offset) of an id, by arithmetic on the manifest."""
+        shard = bisect.bisect_right(self._starts, episode_id) - 1
+        if episode_id < 0 or shard < 0 or episode_id >= self._starts[shard] + self.shards[shard].num_rows:
+            raise EpisodeNotFound(self._range_message(episode_id))
+        group, offset = divmod(episode_id - self._starts[shard], self.manifest.row_group_rows)
+        return Location(shard, group, offset)
+
+    def _range_message(self, episode_id: int) -> str:
+        ranges = ", ".join(
+            f"{name} {info.first_id}..{info.first_id + info.num_rows - 1}"
+            for name, info in self.manifest.splits.items()
+        )
+        return f"no episode {episode_id}; ids are {ranges}"
+
+    def _group(self, loc: Location, columns: tuple[str, ...]) -> pa.Table:
+        def load() -> pa.Table:
+            return self._files[loc.shard].read_row_group(loc.group, columns=list(columns), use_threads=False)
+
+        return self._groups.get((loc.shard, loc.group, columns), load)
+
+    def _row(self, loc: Location, columns: tuple[str, ...]) -> dict:
+        return self._group(loc, columns).slice(loc.offset, 1).to_pylist()[0]
+
+    def view(self, episode_id: int) -> dict:
+        """The agent view: the visible columns only (DESIGN §3)."""
+        loc = self.locate(episode_id)
+        with self._lock:
+            return self._row(loc, VISIBLE_COLUMNS)
+
+    def key(self, episode_id: int) -> EpisodeKey:
+        """What scoring needs about an episode (answers, corrupt ids, budget), cached per episode."""
+        loc = self.locate(episode_id)
+
+        def load() -> EpisodeKey:
+            row = self._row(loc, KEY_COLUMNS)
+            return EpisodeKey.from_row(row["answer"], row["answer_aliases"], row["corrupt_ids"], row["max_budget"])
+
+        with self._lock:
+            return self._keys.get(episode_id, load)
+
+    def keys(self, episode_ids: Iterable[int]) -> dict[int, EpisodeKey]:
+        """Keys of many episodes, each distinct id looked up once (a GRPO group shares one episode)."""
+        return {episode_id: self.key(episode_id) for episode_id in dict.fromkeys(episode_ids)}
+
+    def ids_of(self, split: str, task: str | None) -> np.ndarray | range:
+        """Episode ids of a split, optionally of one task; the task index is read once, one byte per episode."""
+        info = self.manifest.splits.get(split)
+        if info is None:
+            raise EpisodeNotFound(f"unknown split {split!r}; splits are {sorted(self.manifest.splits)}")
+        if task is None:
+            return range(info.first_id, info.first_id + info.num_rows)
+        if task not in TASKS:
+            raise EpisodeNotFound(f"unknown task {task!r}; tasks are {list(TASKS)}")
+        with self._lock:
+            if (split, task) not in self._task_ids:
+                self._index_tasks(split)
+        return self._task_ids[split, task]
+
+    def _index_tasks(self, split: str) -> None:
+        parts = []
+        for info, handle in zip(self.shards, self._files, strict=True):
+            if info.split == split:
+                tasks = handle.read(columns=["task"], use_threads=False).column("task").to_numpy(zero_copy_only=False)
+                parts.append((info.first_id, tasks))
+        for task in TASKS:
+            self._task_ids[split, task] = np.concatenate(
+                [first + np.flatnonzero(tasks == task) for first, tasks in parts] or [np.empty(0, np.int64)]
+            )

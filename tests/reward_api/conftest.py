@@ -1,0 +1,70 @@
+"""Fixtures: a served dataset folder, its hidden columns (for expected rewards), and a real uvicorn server."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import uvicorn
+
+from reward_api.env import Backend
+from reward_api.scoring import EpisodeKey
+from reward_api.server import build_app
+from reward_api.store import EpisodeStore
+from reward_api.tokens import TokenSigner
+from tests.pipeline.test_writer import write_folder
+
+SECRET = b"test-secret"
+
+
+@pytest.fixture(scope="session")
+def served_dir(tmp_path_factory) -> Path:
+    """A small dataset folder written by the real writer: 3 splits, several shards, row groups of 8."""
+    root = tmp_path_factory.mktemp("served")
+    write_folder(root, {"train": 96, "validation": 40, "test": 40}, shard_rows=32, row_group_rows=8)
+    return root
+
+
+@pytest.fixture(scope="session")
+def rows(served_dir) -> dict[int, dict]:
+    """Every row, hidden columns included, read straight from the Parquet files (test-side truth)."""
+    table = pq.read_table(sorted((served_dir / "data").glob("*.parquet")))
+    return {row["episode_id"]: row for row in table.to_pylist()}
+
+
+def truth_key(row: dict) -> EpisodeKey:
+    return EpisodeKey.from_row(row["answer"], row["answer_aliases"], row["corrupt_ids"], row["max_budget"])
+
+
+@pytest.fixture(scope="session")
+def backend(served_dir) -> Backend:
+    store = EpisodeStore(served_dir, cache_groups=4)
+    return Backend(store, TokenSigner(SECRET, store.manifest.params_hash))
+
+
+def serve(app, ready_timeout: float = 20.0) -> tuple[uvicorn.Server, threading.Thread, str]:
+    """Run `app` with uvicorn on a free loopback port in a thread; returns once it accepts connections."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + ready_timeout
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture(scope="session")
+def base_url(backend) -> Iterator[str]:
+    server, thread, url = serve(build_app(backend))
+    yield url
+    server.should_exit = True
+    thread.join(timeout=10)

@@ -1,0 +1,132 @@
+"""Bad input is a clear 4xx, never a 500; no response on any route carries a hidden column."""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+import pytest
+from openenv.core import GenericEnvClient
+
+from pipeline.schema import HIDDEN_COLUMNS
+from reward_api.limits import MAX_BODY_BYTES
+
+SUB = {"episode_id": 3, "answer": "26", "flagged_ids": [3], "confidence": 0.5}
+FLAG = {"action_type": "flag_suspicious", "doc_id": 1}
+
+CASES = [
+    ("get", "/episodes/999999", None, 404, "no episode 999999"),
+    ("get", "/episodes/-1", None, 422, "greater than or equal to 0"),
+    ("get", "/episodes/abc", None, 422, "valid integer"),
+    ("post", "/reset", {"episode_id": 999999}, 404, "no episode"),
+    ("post", "/reset", {"episode_id": -4}, 422, "non-negative"),
+    ("post", "/reset", {"episode_id": "x1"}, 422, "non-negative"),
+    ("post", "/reset", {"seed": -1}, 422, "greater than or equal"),
+    ("post", "/reset", {"seed": 1, "task": "impossible"}, 422, "easy"),
+    ("post", "/reset", {"seed": 1, "split": "dev"}, 422, "train"),
+    ("post", "/reset", {"episode": 1}, 422, "Extra inputs"),
+    ("post", "/step", {"action": {**FLAG, "doc_id": 8}}, 422, "less than or equal to 7"),
+    ("post", "/step", {"action": {**FLAG, "doc_id": -1}}, 422, "greater than or equal to 0"),
+    ("post", "/step", {"action": {"action_type": "fly"}}, 422, "read_doc"),
+    ("post", "/step", {"action": {"action_type": "read_doc"}}, 422, "needs doc_id"),
+    ("post", "/step", {"action": {"action_type": "submit_answer", "answer": "a", "confidence": 2}}, 422, "less than"),
+    ("post", "/step", {"action": {**FLAG, "colour": "red"}}, 422, "Extra inputs"),
+    ("post", "/step", {}, 422, "Field required"),
+    ("post", "/score", {**SUB, "episode_id": 10**9}, 404, "no episode"),
+    ("post", "/score", {**SUB, "episode_id": -1}, 422, "greater than or equal to 0"),
+    ("post", "/score", {**SUB, "flagged_ids": [8]}, 422, "less than or equal to 7"),
+    ("post", "/score", {**SUB, "confidence": 1.5}, 422, "less than or equal to 1"),
+    ("post", "/score", {**SUB, "confidence": "high"}, 422, "valid number"),
+    ("post", "/score", {**SUB, "bonus": 1}, 422, "Extra inputs"),
+    ("post", "/score", {"episode_id": 3}, 422, "Field required"),
+    ("post", "/score", {"episode_id": 3, "actions": []}, 422, "at least 1"),
+    ("post", "/score", {"episode_id": 3, "actions": [FLAG]}, 422, "must end with submit_answer"),
+    ("post", "/score/batch", {"submissions": []}, 422, "at least 1"),
+    ("post", "/score/batch", {"submissions": [SUB, {**SUB, "episode_id": 10**9}]}, 404, "no episode"),
+    ("post", "/score/batch", {"submissions": [SUB] * 8193}, 422, "at most 8192"),
+]
+
+
+@pytest.fixture(scope="module")
+def http(base_url):
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        yield client
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "needle"), CASES, ids=lambda c: str(c)[:40])
+def test_bad_input_gets_a_4xx_that_says_what_is_wrong(http, method, path, body, status, needle):
+    if path == "/step" and "action" in body and body["action"].get("action_type") == "read_doc":
+        body["action"]["state_token"] = http.post("/reset", json={"episode_id": 1}).json()["observation"][
+            "state_token"
+        ]
+    reply = http.request(method, path, json=body)
+    assert reply.status_code == status, reply.text
+    assert needle in reply.text
+
+
+@pytest.mark.parametrize(
+    ("path", "raw"),
+    [
+        ("/score", b'{"episode_id": 3, "answer": "a", "flagged_ids": [], "confidence": NaN}'),
+        ("/score/batch", b'{"submissions": [{"episode_id": 3, "answer": "a", "flagged_ids": [], "confidence": NaN}]}'),
+        ("/step", b'{"action": {"action_type": "submit_answer", "answer": "a", "confidence": NaN}}'),
+        ("/step", b'{"action": {"action_type": "submit_answer", "answer": "a", "confidence": Infinity}}'),
+        ("/score", b'{"episode_id": 3, "answer": '),
+        ("/reset", b"[1, 2]"),
+    ],
+)
+def test_nan_infinity_and_broken_json_are_422(http, path, raw):
+    reply = http.post(path, content=raw, headers={"content-type": "application/json"})
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["detail"]
+
+
+def test_body_over_one_mib_is_413_declared_or_streamed(http, base_url):
+    big = b'{"submissions": [' + b" " * MAX_BODY_BYTES + b"]}"
+    reply = http.post("/score/batch", content=big, headers={"content-type": "application/json"})
+    assert reply.status_code == 413 and "limit is 1048576 bytes" in reply.json()["detail"]
+
+    def chunks():
+        for _ in range(40):
+            yield b" " * 32768
+
+    streamed = http.post("/score", content=chunks(), headers={"content-type": "application/json"})
+    assert streamed.status_code == 413 and "streamed" in streamed.json()["detail"]
+    host, port = base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as raw:
+        raw.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n")
+        assert b" 413 " in raw.recv(4096).split(b"\r\n")[0] + b" "
+
+
+def _keys(value) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
+def test_no_route_returns_a_hidden_column(http, base_url, rows):
+    """Every GET route without parameters, /episodes, and the whole game over HTTP and /ws."""
+    paths = http.get("/openapi.json").json()["paths"]
+    gets = [path for path, ops in paths.items() if "get" in ops and "{" not in path and path != "/schema"]
+    replies = [http.get(path).json() for path in gets]
+    schema = http.get("/schema").json()  # the action schema names its own "answer" field; what comes back may not
+    replies += [schema["observation"]["properties"], schema["state"]["properties"]]
+    replies.append(http.get("/episodes/7").json())
+    reset = http.post("/reset", json={"episode_id": 7}).json()
+    token = reset["observation"]["state_token"]
+    replies += [reset, http.post("/reset", json={"seed": 2, "task": "easy"}).json()]
+    flagged = http.post("/step", json={"action": {**FLAG, "state_token": token}}).json()
+    replies.append(flagged)
+    submit = {"action_type": "submit_answer", "answer": "a", "confidence": 0.1}
+    replies.append(
+        http.post("/step", json={"action": {**submit, "state_token": flagged["observation"]["state_token"]}}).json()
+    )
+    replies += [http.post("/score", json=SUB).json(), http.post("/score/batch", json={"submissions": [SUB]}).json()]
+    with GenericEnvClient(base_url=base_url).sync() as env:
+        replies += [env.reset(episode_id=7).observation, env.step(FLAG).observation, env.state()]
+    leaked = {name: i for i, reply in enumerate(replies) for name in _keys(reply) & set(HIDDEN_COLUMNS)}
+    assert not leaked, leaked
+    state = http.get("/state").json()
+    assert set(state) <= {"episode_id", "step_count", "flagged_ids", "budget_used", "done"}

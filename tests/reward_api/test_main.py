@@ -1,0 +1,69 @@
+"""`python -m reward_api`: serves a folder on the given port and logs how to try it; refuses bad data by name."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _run(*args: str, **env: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "reward_api", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_serves_the_folder_and_prints_curl_lines(served_dir):
+    port = _free_port()
+    proc = _run("--data", str(served_dir), "--port", str(port), CONTEXTCORRUPTION_STATE_KEY="k")
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "server did not come up"
+            time.sleep(0.2)
+        assert httpx.get(f"http://127.0.0.1:{port}/episodes/0").json()["episode_id"] == 0
+    finally:
+        proc.terminate()
+        output = proc.communicate(timeout=30)[0]
+    assert f"curl -s http://127.0.0.1:{port}/episodes/0" in output
+    assert "POST http://127.0.0.1:" in output and "/score" in output
+
+
+def test_a_broken_folder_exits_2_naming_the_file(served_dir, tmp_path):
+    root = tmp_path / "broken"
+    shutil.copytree(served_dir, root)
+    victim = sorted((root / "data").glob("*.parquet"))[0]
+    victim.unlink()
+    proc = _run("--data", str(root), "--port", str(_free_port()))
+    output = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 2 and f"{victim.name}: shard listed in the manifest is missing" in output
+
+
+def test_data_can_come_from_the_environment(tmp_path):
+    proc = _run(CONTEXTCORRUPTION_DATA=str(tmp_path), CONTEXTCORRUPTION_PORT=str(_free_port()))
+    output = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 2 and f"{tmp_path}/manifest.json: missing" in output

@@ -1,0 +1,193 @@
+"""The served API on a real uvicorn server: games over HTTP and /ws, scoring routes, one reward everywhere."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import httpx
+import pytest
+from openenv.core import GenericEnvClient
+
+from pipeline.schema import MAX_BUDGET, NUM_DOCS
+from reward_api.game import GameState
+from reward_api.scoring import REWARD_VERSION, score_key, score_submission_key
+from reward_api.tokens import TokenSigner
+from tests.reward_api.conftest import truth_key
+
+
+@pytest.fixture(scope="module")
+def http(base_url):
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        yield client
+
+
+def step(http, token, **action):
+    return http.post("/step", json={"action": {**action, "state_token": token}})
+
+
+def test_a_full_game_over_plain_http_with_state_tokens(http, rows):
+    episode_id = 101
+    truth = rows[episode_id]
+    first = http.post("/reset", json={"episode_id": episode_id}).json()
+    obs = first["observation"]
+    assert obs["episode_id"] == episode_id and obs["budget_remaining"] == MAX_BUDGET and obs["turn"] == 0
+    assert [d["doc_id"] for d in obs["documents"]] == list(range(NUM_DOCS)) and obs["question"] == truth["question"]
+    token = obs["state_token"]
+    wrong = next(i for i in range(NUM_DOCS) if i not in truth["corrupt_ids"])
+    plays = [{"action_type": "read_doc", "doc_id": 0}, {"action_type": "flag_suspicious", "doc_id": wrong}]
+    plays += [{"action_type": "flag_suspicious", "doc_id": i} for i in truth["corrupt_ids"]]
+    plays += [{"action_type": "unflag_doc", "doc_id": wrong}]
+    for turn, action in enumerate(plays, start=1):
+        reply = step(http, token, **action)
+        assert reply.status_code == 200, reply.text
+        obs = reply.json()["observation"]
+        assert obs["turn"] == turn and obs["budget_remaining"] == MAX_BUDGET - turn and not reply.json()["done"]
+        token = obs["state_token"]
+    assert obs["flagged_ids"] == sorted(truth["corrupt_ids"])
+    assert [d["doc_id"] for d in obs["documents"] if d["is_flagged"]] == sorted(truth["corrupt_ids"])
+    final = step(http, token, action_type="submit_answer", answer=truth["answer"].upper(), confidence=0.75).json()
+    expected = score_key(truth["answer"], frozenset(truth["corrupt_ids"]), 0.75, len(plays) + 1, truth_key(truth))
+    assert final["done"] and final["observation"]["reward_breakdown"] == expected
+    assert final["reward"] == expected["total"]
+    late = step(http, final["observation"]["state_token"], action_type="read_doc", doc_id=1)
+    assert late.status_code == 409 and "is over" in late.json()["detail"]
+
+
+def _payload(token):
+    text = token.split(".")[0]
+    return json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def _forge(token, **change):
+    raw = json.dumps({**_payload(token), **change}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode() + "." + token.split(".")[1]
+
+
+def test_tampered_foreign_and_moved_tokens_are_refused(http, backend):
+    token = http.post("/reset", json={"episode_id": 5}).json()["observation"]["state_token"]
+    foreign = TokenSigner(b"another-secret", backend.store.manifest.params_hash)
+    cases = {
+        "moved to another episode": _forge(token, e=6),
+        "budget rewound": _forge(token, u=0, f=[1, 2, 3]),
+        "signed by another server": foreign.sign(GameState(5)),
+        "garbage": "not-a-token",
+    }
+    for name, bad in cases.items():
+        reply = step(http, bad, action_type="read_doc", doc_id=1)
+        assert reply.status_code == 403, name
+        assert "state_token" in reply.json()["detail"], name
+    missing = http.post("/step", json={"action": {"action_type": "read_doc", "doc_id": 1}})
+    assert missing.status_code == 422 and "state_token is required" in missing.json()["detail"]
+
+
+def test_budget_exhaustion_forces_the_empty_submission(http, rows):
+    token = http.post("/reset", json={"episode_id": "60"}).json()["observation"]["state_token"]
+    for turn in range(MAX_BUDGET):
+        reply = step(http, token, action_type="flag_suspicious" if turn == 0 else "read_doc", doc_id=3).json()
+        token = reply["observation"]["state_token"]
+    assert reply["done"] and reply["observation"]["budget_remaining"] == 0
+    assert reply["observation"]["reward_breakdown"] == score_key(
+        "", frozenset({3}), 0.0, MAX_BUDGET, truth_key(rows[60])
+    )
+
+
+def test_the_openenv_client_plays_an_episode_over_ws(base_url, rows):
+    truth = rows[140]
+    with GenericEnvClient(base_url=base_url).sync() as env:
+        first = env.reset(episode_id=140)
+        assert first.observation["episode_id"] == 140 and first.observation["question"] == truth["question"]
+        for doc_id in truth["corrupt_ids"]:
+            result = env.step({"action_type": "flag_suspicious", "doc_id": doc_id})
+        state = env.state()
+        assert state["episode_id"] == "140" and state["budget_used"] == len(truth["corrupt_ids"])
+        assert set(state) == {"episode_id", "step_count", "flagged_ids", "budget_used", "done"}
+        result = env.step({"action_type": "submit_answer", "answer": truth["answer"], "confidence": 1.0})
+        assert result.done and result.observation["flagged_ids"] == sorted(truth["corrupt_ids"])
+        assert (
+            result.reward
+            == score_submission_key(truth["answer"], truth["corrupt_ids"], 1.0, truth_key(truth))["total"]
+        )
+        other = env.reset(episode_id=141).observation["state_token"]
+        env.reset(episode_id=140)
+        with pytest.raises(RuntimeError, match="belongs to episode 141"):
+            env.step({"action_type": "read_doc", "doc_id": 0, "state_token": other})
+
+
+def test_one_submission_gets_one_breakdown_in_process_and_on_every_route(http, rows):
+    for episode_id, answer, flags, confidence in (
+        (3, "26", [3], 0.5),
+        (120, "wrong", [0, 1, 2, 7], 0.9),
+        (170, "x", [], 0),
+    ):
+        truth = rows[episode_id]
+        in_process = score_submission_key(answer, flags, confidence, truth_key(truth))
+        one_shot = {"episode_id": episode_id, "answer": answer, "flagged_ids": flags, "confidence": confidence}
+        actions = [{"action_type": "flag_suspicious", "doc_id": d} for d in flags]
+        actions.append({"action_type": "submit_answer", "answer": answer, "confidence": confidence})
+        trace = {"episode_id": episode_id, "actions": actions}
+        expected = {"episode_id": episode_id, "reward": in_process["total"], "breakdown": in_process}
+        expected["reward_version"] = REWARD_VERSION
+        assert http.post("/score", json=one_shot).json() == expected
+        assert http.post("/score", json=trace).json() == expected
+        assert http.post("/score/batch", json={"submissions": [one_shot, trace] * 3}).json() == {
+            "results": [expected] * 6
+        }
+        token = http.post("/reset", json={"episode_id": episode_id}).json()["observation"]["state_token"]
+        for action in actions:
+            reply = step(http, token, **action).json()
+            token = reply["observation"]["state_token"]
+        assert reply["observation"]["reward_breakdown"] == in_process
+
+
+def test_a_batch_of_1024_is_scored_in_order(http, rows):
+    submissions = [
+        {
+            "episode_id": i % 176,
+            "answer": rows[i % 176]["answer"] if i % 2 else "no",
+            "flagged_ids": [i % 8],
+            "confidence": 0.5,
+        }
+        for i in range(1024)
+    ]
+    results = http.post("/score/batch", json={"submissions": submissions}).json()["results"]
+    assert [r["episode_id"] for r in results] == [s["episode_id"] for s in submissions]
+    for sub, result in zip(submissions, results, strict=True):
+        key = truth_key(rows[sub["episode_id"]])
+        assert result["breakdown"] == score_submission_key(sub["answer"], sub["flagged_ids"], 0.5, key)
+
+
+def test_seeded_resets_are_deterministic_within_split_and_task(http, rows):
+    picks = set()
+    for seed in range(12):
+        body = {"seed": seed, "split": "validation", "task": "hard"}
+        first = http.post("/reset", json=body).json()["observation"]["episode_id"]
+        assert http.post("/reset", json=body).json()["observation"]["episode_id"] == first
+        assert rows[first]["split"] == "validation" and rows[first]["task"] == "hard"
+        picks.add(first)
+    assert len(picks) > 1
+    assert (
+        rows[http.post("/reset", json={"seed": 3, "split": "test"}).json()["observation"]["episode_id"]]["split"]
+        == "test"
+    )
+
+
+def test_episode_view_and_listing_routes(http, rows):
+    view = http.get("/episodes/42").json()
+    assert view == {k: rows[42][k] for k in ("episode_id", "split", "task", "question", "documents", "max_budget")}
+    tasks = http.get("/tasks").json()
+    assert [(t["name"], t["corrupt_docs"]) for t in tasks] == [
+        ("easy", 1),
+        ("medium", 2),
+        ("hard", 3),
+        ("adversarial", 4),
+    ]
+    assert all(0.6 < t["success_threshold"] <= 1.05 for t in tasks)
+    manifest = http.get("/manifest").json()
+    assert manifest["reward_version"] == REWARD_VERSION and manifest["row_group_rows"] == 8
+    assert http.get("/health").json() == {"status": "healthy"}
+    assert http.get("/metadata").json()["name"] == "context_corruption"
+    schema = http.get("/schema").json()
+    assert (
+        "state_token" in schema["action"]["properties"] and "reward_breakdown" in schema["observation"]["properties"]
+    )

@@ -1,0 +1,126 @@
+"""Episode store: O(1) location, agent views without hidden columns, keys, start-up refusals, Hub download."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from huggingface_hub import HfApi
+
+from pipeline.schema import HIDDEN_COLUMNS, TASKS, VISIBLE_COLUMNS
+from reward_api.source import dataset_folder
+from reward_api.store import EpisodeNotFound, EpisodeStore, StoreError
+from tests.hubstandin import hub_standin
+from tests.reward_api.conftest import truth_key
+
+
+def test_location_is_arithmetic_on_the_manifest(backend):
+    store = backend.store
+    rg = store.manifest.row_group_rows
+    for shard_index, shard in enumerate(store.shards):
+        for offset in {0, rg - 1, rg, shard.num_rows - 1} & set(range(shard.num_rows)):
+            loc = store.locate(shard.first_id + offset)
+            assert (loc.shard, loc.group, loc.offset) == (shard_index, offset // rg, offset % rg)
+
+
+@pytest.mark.parametrize("bad", [-1, 10**9])
+def test_unknown_ids_name_the_valid_ranges(backend, bad):
+    with pytest.raises(EpisodeNotFound, match=r"no episode .*train 0\.\."):
+        backend.store.view(bad)
+
+
+def test_views_are_the_visible_columns_of_the_row(backend, rows):
+    for episode_id in (0, 7, 8, 95, 96, 175):
+        view = backend.store.view(episode_id)
+        assert set(view) == set(VISIBLE_COLUMNS)
+        assert view == {name: rows[episode_id][name] for name in VISIBLE_COLUMNS}
+        assert not set(HIDDEN_COLUMNS) & set(view)
+
+
+def test_keys_match_the_hidden_columns(backend, rows):
+    ids = [3, 3, 50, 120, 3]
+    keys = backend.store.keys(ids)
+    assert list(keys) == [3, 50, 120]
+    for episode_id, key in keys.items():
+        assert key == truth_key(rows[episode_id])
+
+
+def test_cache_stays_bounded(backend):
+    for episode_id in range(0, 170, 3):
+        backend.store.view(episode_id)
+    assert len(backend.store._groups.items) <= backend.store._groups.size
+
+
+def test_task_index_lists_exactly_the_ids_of_a_task(backend, rows):
+    for task in TASKS:
+        ids = list(backend.store.ids_of("validation", task))
+        assert ids == [i for i, r in sorted(rows.items()) if r["split"] == "validation" and r["task"] == task]
+    with pytest.raises(EpisodeNotFound, match="unknown split"):
+        backend.store.ids_of("dev", None)
+
+
+def _copy(served_dir, tmp_path):
+    root = tmp_path / "copy"
+    shutil.copytree(served_dir, root)
+    return root
+
+
+def test_missing_shard_stops_start_up_naming_the_file(served_dir, tmp_path):
+    root = _copy(served_dir, tmp_path)
+    victim = sorted((root / "data").glob("*.parquet"))[1]
+    victim.unlink()
+    with pytest.raises(StoreError, match=f"{victim.name}: shard listed in the manifest is missing"):
+        EpisodeStore(root)
+
+
+def test_truncated_shard_stops_start_up_naming_the_file(served_dir, tmp_path):
+    root = _copy(served_dir, tmp_path)
+    victim = sorted((root / "data").glob("*.parquet"))[2]
+    victim.write_bytes(victim.read_bytes()[:-100])
+    with pytest.raises(StoreError, match=f"{victim.name}: .*bytes, the manifest says"):
+        EpisodeStore(root)
+
+
+def test_broken_shard_of_the_right_size_stops_start_up(served_dir, tmp_path):
+    root = _copy(served_dir, tmp_path)
+    victim = sorted((root / "data").glob("*.parquet"))[0]
+    data = victim.read_bytes()
+    victim.write_bytes(data[:-8] + b"\0" * 8)
+    with pytest.raises(StoreError, match=f"{victim.name}: not a readable Parquet file"):
+        EpisodeStore(root)
+
+
+def test_manifest_that_disagrees_with_a_footer_is_refused(served_dir, tmp_path):
+    root = _copy(served_dir, tmp_path)
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["shards"][0]["num_rows"] += 1
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(StoreError, match=f"{manifest['shards'][0]['path']}: .*rows, manifest says"):
+        EpisodeStore(root)
+
+
+def test_missing_or_invalid_manifest_is_refused(tmp_path):
+    with pytest.raises(StoreError, match="manifest.json: missing"):
+        EpisodeStore(tmp_path)
+    (tmp_path / "manifest.json").write_text("{}")
+    with pytest.raises(StoreError, match="manifest.json: not a valid manifest"):
+        EpisodeStore(tmp_path)
+
+
+def test_hub_repo_id_and_revision_are_downloaded_and_served(served_dir, tmp_path, rows):
+    with hub_standin(token="hf_t") as hub:
+        api = HfApi(endpoint=hub.endpoint, token="hf_t")
+        api.create_repo("acme/cc", repo_type="dataset")
+        api.upload_folder(folder_path=served_dir, repo_id="acme/cc", repo_type="dataset")
+        api.create_tag("acme/cc", tag="v1", repo_type="dataset")
+        folder = dataset_folder("acme/cc", "v1", endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
+        with pytest.raises(StoreError, match="acme/missing@v1: Hub download failed"):
+            dataset_folder("acme/missing", "v1", endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
+    store = EpisodeStore(folder)
+    assert store.view(130)["question"] == rows[130]["question"]
+
+
+def test_a_path_that_is_neither_folder_nor_repo_id_is_refused(tmp_path):
+    with pytest.raises(StoreError, match="no such dataset folder"):
+        dataset_folder(str(tmp_path / "a" / "b" / "c"))
