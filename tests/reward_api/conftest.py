@@ -17,17 +17,14 @@ from reward_api.scoring import EpisodeKey
 from reward_api.server import build_app
 from reward_api.store import EpisodeStore
 from reward_api.tokens import TokenSigner
-from tests.pipeline.test_writer import write_folder
 
 SECRET = b"test-secret"
 
 
 @pytest.fixture(scope="session")
-def served_dir(tmp_path_factory) -> Path:
-    """A small dataset folder written by the real writer: 3 splits, several shards, row groups of 8."""
-    root = tmp_path_factory.mktemp("served")
-    write_folder(root, {"train": 96, "validation": 40, "test": 40}, shard_rows=32, row_group_rows=8)
-    return root
+def served_dir(dataset_dir) -> Path:
+    """The suite's small dataset, built by the real pipeline (tests/conftest.py)."""
+    return dataset_dir
 
 
 @pytest.fixture(scope="session")
