@@ -31,7 +31,9 @@ from pipeline.schema import CORRUPTION_KINDS
 NONE, NUMBER, ENTITY, INVERSION, COHERENT = range(len(CORRUPTION_KINDS))
 # A relation needs this many distinct answers (the truth and four wrong ones) to be its own substitute pool.
 MIN_GROUP = 5
-MAX_ROUNDS = 16
+# Substitute redraws: SPREAD_ROUNDS draws weighted like the answers, as many uniform over distinct values,
+# then a scan of the group's distinct values in order, so an item finds a free value whenever one exists.
+SPREAD_ROUNDS = 8
 # u columns a draw must provide: substitute offset, perturbation size, perturbation sign.
 U_COLUMNS = 3
 _NUMERIC = r"^(\D*?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,6}))?(\D*)$"
@@ -41,6 +43,34 @@ _POOLED_TYPES = ("person", "organization", "place", "text")
 def normalize_expr(expr: pl.Expr) -> pl.Expr:
     """The scorer's `normalize` (lowercase, strip non-word characters, collapse whitespace) as an expression."""
     return expr.str.to_lowercase().str.replace_all(r"[^\w\s]", "").str.replace_all(r"\s+", " ").str.strip_chars()
+
+
+@dataclass(frozen=True)
+class Substitutes:
+    """Candidate values by group: group g holds values[start[g] : start[g] + size[g]]."""
+
+    values: pl.Series
+    normalized: pl.Series
+    start: np.ndarray
+    size: np.ndarray
+
+    @classmethod
+    def of(cls, table: pl.DataFrame) -> Substitutes:
+        """`table` has value and group columns, sorted by group."""
+        group = table["group"].to_numpy()
+        start = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        return cls(
+            values=table["value"],
+            normalized=table.select(normalize_expr(pl.col("value"))).to_series(),
+            start=start,
+            size=np.diff(np.r_[start, len(group)]),
+        )
+
+    def pick(self, group: np.ndarray, u: np.ndarray, scan: int | None = None) -> np.ndarray:
+        """Uniform pick in each group, or with `scan` the scan-th value of the group in order."""
+        size = self.size[group]
+        offset = np.minimum((u * size).astype(np.int64), size - 1) if scan is None else scan % size
+        return self.start[group] + offset
 
 
 @dataclass(frozen=True)
@@ -56,12 +86,9 @@ class Truths:
     commas: np.ndarray
     year: np.ndarray
     group: np.ndarray  # substitution group: the relation's answers, or the type's pool
-    own: np.ndarray  # position of the answer in its group, -1 when absent
     entity_ok: np.ndarray
-    candidates: pl.Series
-    normalized: pl.Series  # candidates, normalised
-    group_start: np.ndarray
-    group_size: np.ndarray
+    substitutes: Substitutes  # every answer of each group (duplicates kept)
+    distinct: Substitutes  # each group's distinct values, for redraws when the first draws keep colliding
 
 
 def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
@@ -79,8 +106,7 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
         value=pl.concat_str(["digits", "frac"]).str.to_integer(strict=False).fill_null(0),
     )
     numeric = parsed["numeric"].to_numpy()
-    cand, group, own, big = _groups(facts, pools)
-    starts = np.flatnonzero(np.r_[True, cand["group"].to_numpy()[1:] != cand["group"].to_numpy()[:-1]])
+    cand, group, big = _groups(facts, pools)
     return Truths(
         accepted=parsed["accepted"],
         numeric=numeric,
@@ -91,25 +117,27 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
         commas=facts["answer"].str.contains(",", literal=True).to_numpy() & numeric,
         year=(facts["answer_type"] == "year").to_numpy(),
         group=group,
-        own=own,
         entity_ok=big | facts["answer_type"].is_in(_POOLED_TYPES).to_numpy() | ~numeric,
-        candidates=cand["value"],
-        normalized=cand.select(normalize_expr(pl.col("value"))).to_series(),
-        group_start=starts,
-        group_size=np.diff(np.r_[starts, len(cand)]),
+        substitutes=Substitutes.of(cand),
+        distinct=Substitutes.of(cand.unique(maintain_order=True)),
     )
 
 
-def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
-    """Candidate table (key, value, group; sorted) and per fact: group, position of its answer, big-relation flag."""
+def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """Candidate table (key, value, group; sorted) and per fact: its substitution group and big-relation flag.
+
+    A relation group keeps every fact's answer (duplicates included), so substitutes follow the same
+    distribution as true answers: a value frequent among answers is frequent among wrong claims too, and
+    no value is a tell-tale of corruption. Type pools (Faker) are uniform, like the facts drawn from them.
+    """
     keyed = facts.select(
         pl.concat_str(["relation", "answer_type"], separator="|").alias("relation_key"),
         pl.col("answer").alias("value"),
         pl.col("answer_type").replace_strict(_TYPE_POOL, default="text").alias("pool"),
         pl.int_range(pl.len()).alias("row"),
     )
-    distinct = keyed.group_by(pl.col("relation_key").alias("key")).agg(pl.col("value").unique())
-    big_keys = distinct.filter(pl.col("value").list.len() >= MIN_GROUP)["key"].implode()
+    answers = keyed.group_by(pl.col("relation_key").alias("key")).agg(pl.col("value"))
+    big_keys = answers.filter(pl.col("value").list.n_unique() >= MIN_GROUP)["key"].implode()
     pooled = {
         "person": pools.person,
         "organization": pools.organization,
@@ -118,28 +146,15 @@ def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray
     }
     typed = pl.DataFrame({"key": [f"pool:{t}" for t in pooled], "value": [list(v) for v in pooled.values()]})
     table = (
-        pl.concat([distinct.filter(pl.col("key").is_in(big_keys)), typed])
+        pl.concat([answers.filter(pl.col("key").is_in(big_keys)), typed])
         .explode("value")
-        .unique()
         .sort(["key", "value"])
-        .with_columns(
-            group=(pl.col("key") != pl.col("key").shift()).fill_null(True).cum_sum().cast(pl.Int64) - 1,
-            pos=pl.int_range(pl.len()).over("key"),
-        )
+        .with_columns(group=(pl.col("key") != pl.col("key").shift()).fill_null(True).cum_sum().cast(pl.Int64) - 1)
     )
     big = pl.col("relation_key").is_in(big_keys)
     keyed = keyed.with_columns(key=pl.when(big).then("relation_key").otherwise(pl.lit("pool:") + pl.col("pool")))
-    joined = (
-        keyed.join(table.select("key", "group").unique(), on="key", how="left")
-        .join(table.select("key", "value", "pos"), on=["key", "value"], how="left")
-        .sort("row")
-    )
-    return (
-        table,
-        joined["group"].to_numpy().astype(np.int64),
-        joined["pos"].fill_null(-1).to_numpy().astype(np.int64),
-        keyed.select(big).to_series().to_numpy(),
-    )
+    joined = keyed.join(table.select("key", "group").unique(), on="key", how="left").sort("row")
+    return table, joined["group"].to_numpy().astype(np.int64), keyed.select(big).to_series().to_numpy()
 
 
 _TYPE_POOL = {"person": "person", "organization": "organization", "place": "place"}
@@ -151,8 +166,8 @@ def claims(
     """One wrong-value attempt per item: values, their normalised forms and the kinds applied.
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
-    (`round_` > 0) widen near misses and use them instead of transposition (which has no randomness),
-    so small numbers with few near values still find a free one.
+    (`round_` > 0) widen near misses and use them instead of transposition (which has no randomness), so
+    small numbers with few near values still find a free one; substitutes move on to distinct values.
     """
     numeric = t.numeric[rows]
     perturb = np.where(levels == ENTITY, ~t.entity_ok[rows], numeric)
@@ -164,13 +179,15 @@ def claims(
     transposed = _transpose(t.value[p], t.decimals[p], t.year[p])
     value = np.where((round_ == 0) & (levels[at] == INVERSION) & (transposed != t.value[p]), transposed, value)
     numbers = _format(value, t.decimals[p], t.commas[p], t.prefix.gather(p), t.suffix.gather(p))
-    g = t.group[rows[rest]]
-    size = t.group_size[g]
-    offset = np.minimum((u[rest, 0] * (size - 1)).astype(np.int64), size - 2)
-    pick = t.group_start[g] + (t.own[rows[rest]] + 1 + offset) % size
+    pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
+    pick = pool.pick(
+        t.group[rows[rest]], u[rest, 0], round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
+    )
     order = np.argsort(np.r_[at, rest], kind="stable")
-    values = pl.concat([numbers, t.candidates.gather(pick)]).gather(order)
-    norms = pl.concat([numbers.to_frame().select(normalize_expr(pl.first())).to_series(), t.normalized.gather(pick)])
+    values = pl.concat([numbers, pool.values.gather(pick)]).gather(order)
+    norms = pl.concat(
+        [numbers.to_frame().select(normalize_expr(pl.first())).to_series(), pool.normalized.gather(pick)]
+    )
     return values, norms.gather(order), applied
 
 
@@ -237,7 +254,8 @@ def resolve(
     n = len(rows)
     todo = np.arange(n)
     values, norms, where, kinds = [], [], [], np.zeros(n, dtype=np.int8)
-    for round_ in range(MAX_ROUNDS):
+    rounds = 2 * SPREAD_ROUNDS + int(t.distinct.size.max())
+    for round_ in range(rounds):
         value, norm, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_)
         frame = pl.DataFrame({"norm": norm, "accepted": t.accepted.gather(rows[todo])})
         checks = [pl.col("accepted").list.contains(pl.col("norm"))]
@@ -251,4 +269,4 @@ def resolve(
         if not len(todo):
             order = np.argsort(np.concatenate(where), kind="stable")
             return pl.concat(values).gather(order), pl.concat(norms).gather(order), kinds
-    raise RuntimeError(f"no wrong claim found after {MAX_ROUNDS} draws for fact rows {sorted(set(rows[todo]))[:10]}")
+    raise RuntimeError(f"no wrong claim found after {rounds} draws for fact rows {sorted(set(rows[todo]))[:10]}")

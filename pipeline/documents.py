@@ -67,7 +67,7 @@ GENERIC_CLAUSES = (
     "the {label} of {s} is {v}",
     "{s}'s {label} is {v}",
     "{v} is given as the {label} of {s}",
-    "records list the {label} of {s} as {v}",
+    "the {label} of {s} is recorded as {v}",
 )
 OPEN_CLAUSES = (
     'the answer to the question "{q}" is {v}',
@@ -194,14 +194,14 @@ FRAMES = (
     ),
     (
         "A {year} {report} by the {body} states that {c}.",
-        "According to the {body}'s {year} {report}, {c}.",
+        "According to the {year} {report} of the {body}, {c}.",
         "The {body} confirmed in its {year} {report} that {c}.",
         "In its {year} {report}, the {body} concluded that {c}.",
     ),
 )
 CORROBORATIONS = (
     "Later editions of the {report} repeat {v} without revision.",
-    "Independent reviewers who examined the {body}'s data reached the same result: {v}.",
+    "Independent reviewers who examined data from the {body} reached the same result: {v}.",
     "The {body} has cited {v} consistently since {year}.",
     "Cross-checks against archival records also point to {v}.",
     "No subsequent revision by the {body} has changed this entry ({v}).",
@@ -413,7 +413,7 @@ def _codes(texts: Sequence[str]) -> np.ndarray:
                 if p
             ]
         )
-    out = np.zeros((1 + len(rows), max(map(len, rows))), dtype=np.int64)
+    out = np.zeros((1 + len(rows), max(map(len, rows))), dtype=np.int32)
     for i, row in enumerate(rows, start=1):
         out[i, : len(row)] = row
     return out
@@ -494,13 +494,18 @@ _REPORTS = pl.Series(REPORTS)
 _LITERAL_SERIES = pl.Series(list(_LITERALS), dtype=pl.String)
 
 
-def topics(relation: pl.Series) -> tuple[np.ndarray, np.ndarray, pl.Series]:
-    """Per fact: clause family, filler family and a readable label of the relation."""
+def topics(relation: pl.Series, names_answer: np.ndarray) -> tuple[np.ndarray, np.ndarray, pl.Series]:
+    """Per fact: clause family, filler family and a readable label of the relation.
+
+    A fact whose subject names its own answer (`names_answer`) is written about through its question, so
+    that no document repeats the answer as its subject.
+    """
     known = {name: 2 + i for i, name in enumerate(_RELATIONS)} | {OPEN: OPEN_FAMILY}
-    family = relation.replace_strict(known, default=0, return_dtype=pl.Int64).to_numpy()
+    family = np.where(names_answer, OPEN_FAMILY, relation.replace_strict(known, default=0, return_dtype=pl.Int64))
     domains = {name: i for i, name in enumerate(FILLERS)}
     by_relation = {r: domains[d] for r, d in DOMAINS.items()}
-    domain = relation.replace_strict(by_relation, default=domains["subject"], return_dtype=pl.Int64).to_numpy()
+    domain = relation.replace_strict(by_relation, default=domains["subject"], return_dtype=pl.Int64)
+    domain = np.where(names_answer, domains["question"], domain)
     label = relation.replace_strict(LABELS, default=None, return_dtype=pl.String)
     return family, domain, label.fill_null(relation.str.replace_all("_", " "))
 

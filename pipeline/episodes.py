@@ -82,7 +82,9 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
     table = pl.from_arrow(facts).filter(pl.col("split") == split).sort("fact_id")
     if table.is_empty():
         raise ValueError(f"the facts table has no fact in split {split!r}; episodes need at least one")
-    family, domain, label = documents.topics(table["relation"])
+    norm = corruption.normalize_expr
+    names_answer = table.select(norm(pl.col("subject")) == norm(pl.col("answer"))).to_series().to_numpy()
+    family, domain, label = documents.topics(table["relation"], names_answer)
     return SplitFacts(
         split=split,
         table=table.to_arrow().cast(facts.schema),
@@ -101,9 +103,9 @@ def generate_episodes(facts: pa.Table, pools: Pools, seed: int, split: str, ids:
 
 
 def _units(words: np.ndarray, count: int) -> np.ndarray:
-    """`count` uniform numbers in [0, 1) per word, 16 bits each."""
-    shifts = np.arange(count, dtype=np.uint64) * np.uint64(16)
-    return ((words[..., None] >> shifts) & np.uint64(0xFFFF)).astype(np.float64) / 65536.0
+    """`count` (at most 4) uniform numbers in [0, 1) per 64-bit word: its 16-bit fields, lowest first."""
+    fields = np.ascontiguousarray(words, dtype="<u8").view("<u2").reshape(*words.shape, 4)
+    return fields[..., :count] * (1.0 / 65536.0)
 
 
 def _claim_draws(seed: int, ids: np.ndarray, subs: np.ndarray, pick: Slot) -> np.ndarray:
