@@ -1,0 +1,142 @@
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline import corruption
+from pipeline.corruption import COHERENT, ENTITY, INVERSION, NUMBER
+from pipeline.pools import build_pools
+from reward_api.scoring import normalize
+
+COUNTRIES = ["France", "Spain", "Italy", "Chad", "Peru", "Fiji", "Oman", "Laos"]
+
+
+@pytest.fixture(scope="module")
+def pools():
+    return build_pools(7, size=256)
+
+
+def _facts(rows: list[tuple]) -> pl.DataFrame:
+    return pl.DataFrame(
+        rows, schema=["answer", "answer_aliases", "answer_type", "relation"], orient="row"
+    ).with_columns(pl.col("answer_aliases").cast(pl.List(pl.String)))
+
+
+@pytest.fixture(scope="module")
+def facts() -> pl.DataFrame:
+    """Row 0..7: a big 'capital_of' relation; then numbers, a lone person and a lone quantity relation."""
+    rows = [(c, [], "place", "capital_of") for c in COUNTRIES]
+    rows += [
+        ("1987", [], "year", "birth_year"),  # 8
+        ("67,750,000", ["67750000"], "quantity", "population"),  # 9
+        ("15.999", [], "quantity", "atomic_mass"),  # 10
+        ("5 km", [], "quantity", "length"),  # 11
+        ("Ada Lovelace", ["Lovelace"], "person", "founder"),  # 12
+        ("1988", [], "year", "birth_year"),  # 13
+        ("7", [], "quantity", "moons"),  # 14
+    ]
+    return _facts(rows)
+
+
+def _claims(truths, rows, level):
+    rows = np.asarray(rows)
+
+    def draw(items, round_):
+        return np.random.default_rng(round_).random((len(rows), corruption.U_COLUMNS))[items]
+
+    values, norms, applied = corruption.resolve(truths, rows, np.full(len(rows), level), draw)
+    return values.to_list(), norms.to_list(), applied.tolist()
+
+
+def test_normalisation_matches_the_scorer():
+    texts = ["Paris, France", "  67,750,000 ", "Ünïcode—Dash!", "A  b\tc", "15.999", "O'Neil"]
+    got = pl.Series(texts).to_frame("t").select(corruption.normalize_expr(pl.col("t"))).to_series().to_list()
+    assert got == [normalize(t) for t in texts]
+
+
+def test_number_is_a_near_miss_in_the_same_format(facts, pools):
+    truths = corruption.truths(facts, pools)
+    values, norms, applied = _claims(truths, [8] * 50 + [9] * 50 + [10] * 50 + [11] * 50, NUMBER)
+    assert set(applied) == {NUMBER}
+    years = np.array([int(v) for v in values[:50]])
+    assert ((np.abs(years - 1987) >= 1) & (np.abs(years - 1987) <= 20)).all()
+    for value in values[50:100]:
+        assert value.count(",") == 2 and value.endswith(",000")
+        assert 0.6 < int(value.replace(",", "")) / 67_750_000 < 1.4 and value != "67,750,000"
+    assert all(len(v.split(".")[1]) == 3 and v != "15.999" for v in values[100:150])
+    assert all(v.endswith(" km") and v != "5 km" for v in values[150:])
+    assert norms == [normalize(v) for v in values]
+
+
+def test_number_falls_back_to_entity_without_a_number(facts, pools):
+    truths = corruption.truths(facts, pools)
+    values, _, applied = _claims(truths, [0] * 40, NUMBER)
+    assert set(applied) == {ENTITY}
+    assert set(values) <= set(COUNTRIES)
+
+
+def test_entity_uses_the_relation_or_the_type_pool(facts, pools):
+    truths = corruption.truths(facts, pools)
+    values, _, applied = _claims(truths, [3] * 40 + [12] * 40, ENTITY)
+    assert set(applied) == {ENTITY}
+    assert set(values[:40]) <= set(COUNTRIES)  # 'capital_of' has enough distinct answers
+    assert set(values[40:]) <= set(pools.person)  # a lone founder: the Faker person pool
+
+
+def test_entity_of_a_number_in_a_small_relation_falls_back_to_number(facts, pools):
+    truths = corruption.truths(facts, pools)
+    values, _, applied = _claims(truths, [14] * 20, ENTITY)
+    assert set(applied) == {NUMBER}
+    assert all(v.isdigit() and v != "7" for v in values)
+
+
+def test_inversion_transposes_digits_or_substitutes(facts, pools):
+    truths = corruption.truths(facts, pools)
+    values, _, applied = _claims(truths, [8, 9, 10, 13, 0], INVERSION)
+    assert set(applied) == {INVERSION}
+    assert values[:3] == ["1978", "76,750,000", "51.999"]
+    assert values[3] != "1988" and 1968 <= int(values[3]) <= 2008  # 88 cannot be transposed: a near miss
+    assert values[4] in COUNTRIES
+
+
+def test_coherent_asserts_a_wrong_value(facts, pools):
+    truths = corruption.truths(facts, pools)
+    values, _, applied = _claims(truths, list(range(15)), COHERENT)
+    assert set(applied) == {COHERENT}
+    assert all(normalize(v) != normalize(a) for v, a in zip(values, facts["answer"], strict=True))
+
+
+def test_resolve_never_asserts_the_answer_an_alias_or_an_avoided_value(facts, pools):
+    truths = corruption.truths(facts, pools)
+    rows = np.repeat(np.arange(len(facts)), 200)
+    avoid = pl.Series([normalize(c) for c in (COUNTRIES * len(rows))[: len(rows)]])
+
+    def draw(items, round_):
+        return np.random.default_rng(round_ * 1000 + 1).random((len(rows), corruption.U_COLUMNS))[items]
+
+    for level in (NUMBER, ENTITY, INVERSION, COHERENT):
+        values, norms, _ = corruption.resolve(truths, rows, np.full(len(rows), level), draw, [avoid])
+        accepted = [{normalize(a) for a in (f["answer"], *f["answer_aliases"])} for f in facts.iter_rows(named=True)]
+        for row, value, norm, avoided in zip(rows, values, norms, avoid, strict=True):
+            assert normalize(value) == norm and norm not in accepted[row] and norm != avoided
+
+
+def test_resolve_scans_a_small_group_when_draws_keep_colliding(pools):
+    """Five distinct answers, four of them forbidden: the redraws end on the fifth."""
+    facts = _facts([(c, [], "place", "capital_of") for c in ["Lima", "Oslo", "Rome", "Bern", "Kyiv"] * 3])
+    truths = corruption.truths(facts, pools)
+    rows = np.zeros(30, dtype=np.int64)  # truth: Lima
+    avoid = [pl.Series([normalize(c)] * 30) for c in ("Oslo", "Rome", "Bern")]
+
+    def draw(items, round_):
+        return np.zeros((len(items), corruption.U_COLUMNS))  # always the first value: the scan must move on
+
+    values, _, applied = corruption.resolve(truths, rows, np.full(30, ENTITY), draw, avoid)
+    assert set(values.to_list()) == {"Kyiv"} and set(applied.tolist()) == {ENTITY}
+
+
+def test_substitutes_follow_how_often_values_are_answers(pools):
+    """A value that answers many facts is a frequent substitute too, so no value marks a corrupt document."""
+    facts = _facts([("Asia", [], "place", "continent")] * 60 + [(c, [], "place", "continent") for c in COUNTRIES])
+    truths = corruption.truths(facts, pools)
+    values, _, _ = _claims(truths, [60] * 2000, ENTITY)  # truth: France
+    assert 0.80 < values.count("Asia") / 2000 < 0.93  # 60 of the 67 other answers

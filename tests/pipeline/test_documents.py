@@ -1,0 +1,96 @@
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline import documents
+from pipeline.episodes import generate_episodes
+from pipeline.pools import build_pools
+from pipeline.schema import CORRUPTION_LEVELS, TASKS
+
+SEED = 99
+
+
+@pytest.fixture(scope="module")
+def docs(facts_dir) -> pl.DataFrame:
+    """One row per document of 4,000 episodes: episode_id, title, content, corrupt."""
+    table = generate_episodes(
+        pq.read_table(facts_dir / "facts.parquet"), build_pools(SEED), SEED, "train", np.arange(4000)
+    )
+    return (
+        pl.from_arrow(table)
+        .select("episode_id", "documents", "doc_corruption")
+        .explode(["documents", "doc_corruption"])
+        .unnest("documents")
+        .with_columns(corrupt=pl.col("doc_corruption") != "none")
+    )
+
+
+def _auc(score: np.ndarray, positive: np.ndarray) -> float:
+    ranks = pl.Series(score).rank("average").to_numpy()
+    n_pos, n_neg = positive.sum(), (~positive).sum()
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def test_clean_documents_use_the_framings_of_corrupt_ones():
+    rates = documents.FRAMING_RATES
+    assert np.allclose(rates.sum(axis=1), 1.0)
+    share = np.array([len(TASKS) - level for level in range(len(CORRUPTION_LEVELS))], dtype=float)
+    assert np.allclose(rates[0], share / share.sum() @ rates[1:])
+    assert rates[1 + CORRUPTION_LEVELS.index("inversion"), documents.CONTRAST] == 1.0
+    assert rates[1 + CORRUPTION_LEVELS.index("coherent"), documents.AUTHORITATIVE] == 1.0
+
+
+def test_framing_draws_follow_the_rates():
+    u = (np.arange(100_000) + 0.5) / 100_000
+    for level, rates in enumerate(documents.FRAMING_RATES):
+        counts = np.bincount(documents.framing(np.full(len(u), level), u), minlength=4) / len(u)
+        assert np.allclose(counts, rates, atol=1e-3)
+
+
+def test_documents_are_well_formed(docs):
+    for text in docs["content"].to_list() + docs["title"].to_list():
+        assert text and text == text.strip() and "  " not in text and "{" not in text
+    contents = docs["content"].to_list()
+    wording = [*documents.GENERIC_CLAUSES, *documents.OPEN_CLAUSES, *documents.CORROBORATIONS]
+    wording += [t for family in (*documents.RELATION_CLAUSES.values(), *documents.FRAMES) for t in family]
+    first_words = {t.split()[0] for t in wording if t[0].islower()}
+    assert not [t for t in contents if t.split()[0] in first_words]  # every sentence opening is capitalised
+    assert all(t.endswith((".", ")")) for t in contents)
+    assert docs["content"].n_unique() > 0.95 * len(docs)
+    assert docs["title"].n_unique() > 1000
+
+
+def test_no_single_document_cue_tells_corrupt_from_clean(docs):
+    """Length, title length and a bag-of-words model (naive Bayes, held-out episodes) stay near chance."""
+    corrupt = docs["corrupt"].to_numpy()
+    assert 0.45 < _auc(docs["content"].str.len_chars().to_numpy(), corrupt) < 0.55
+    assert 0.45 < _auc(docs["title"].str.len_chars().to_numpy(), corrupt) < 0.55
+    tokens = (docs["title"] + " " + docs["content"]).str.to_lowercase().str.extract_all(r"[a-z0-9]+").list.unique()
+    doc = np.repeat(np.arange(len(tokens)), tokens.list.len().to_numpy())
+    vocab, token = np.unique(tokens.explode().to_numpy().astype(str), return_inverse=True)
+    train = docs["episode_id"].to_numpy() % 4 != 0
+    seen_corrupt = np.bincount(token, weights=(train & corrupt)[doc], minlength=len(vocab)) + 1
+    seen_clean = np.bincount(token, weights=(train & ~corrupt)[doc], minlength=len(vocab)) + 1
+    p_corrupt, p_clean = seen_corrupt / ((train & corrupt).sum() + 2), seen_clean / ((train & ~corrupt).sum() + 2)
+    weight = np.log(p_corrupt / p_clean) - np.log((1 - p_corrupt) / (1 - p_clean))
+    score = np.bincount(doc, weights=weight[token], minlength=len(tokens))
+    assert _auc(score[~train], corrupt[~train]) < 0.6
+
+
+def test_wording_tables_fit_the_renderer():
+    for family in documents.FILLERS.values():
+        assert len(family) in (5, 7, 11, 13)  # prime: start + j * step visits distinct sentences
+    assert len(documents.CORROBORATIONS) in (5, 7, 11, 13)
+    assert all(len(titles) >= 4 for titles in documents.TITLES.values())
+    assert set(documents.TITLES) == {*documents.SOURCES, "question"}
+    assert len(documents.FRAMES) == 4 and all(documents.FRAMES)
+    assert all("{cd}" in t or "{Cd}" in t for t in documents.FRAMES[documents.CONTRAST])
+
+
+def test_topics_name_families_and_labels():
+    relation = pl.Series(["capital", "place_of_birth", "open", "symbol_element"])
+    family, domain, label = documents.topics(relation, np.array([False, False, False, True]))
+    assert family[2] == family[3] == documents.OPEN_FAMILY and family[0] != family[1] != documents.OPEN_FAMILY
+    assert label.to_list() == ["capital", "place of birth", "answer", "element"]
+    assert domain[2] == domain[3] == list(documents.FILLERS).index("question")
