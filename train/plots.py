@@ -78,3 +78,30 @@ def write_charts(results: dict[str, dict], out: Path) -> list[Path]:
     fig.savefig(paths[2], dpi=120, bbox_inches="tight")
     plt.close(fig)
     return paths
+
+
+def write_learning(history: Sequence[dict], before: dict, after: dict, path: Path) -> Path:
+    """Left: GRPO training reward per step; right: validation reward and its parts before and after GRPO."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    steps, reward = _series(history, "reward")
+    left.plot(steps, reward, color="C0", alpha=0.4, label="reward per step")
+    window = max(1, len(reward) // 10)
+    smooth = [
+        sum(reward[max(0, i - window + 1) : i + 1]) / len(reward[max(0, i - window + 1) : i + 1])
+        for i in range(len(reward))
+    ]
+    left.plot(steps, smooth, color="C0", label=f"mean of last {window}")
+    left.set(xlabel="GRPO step", ylabel="training reward", title="GRPO on streamed train episodes")
+    left.legend(fontsize=8)
+    keys = ["total", *before["reward_parts"]]
+    values = [[r["reward"]["mean"], *r["reward_parts"].values()] for r in (before, after)]
+    xs = range(len(keys))
+    right.bar([x - 0.2 for x in xs], values[0], 0.4, label="after warm start (SFT)", color="C7")
+    right.bar([x + 0.2 for x in xs], values[1], 0.4, label="after GRPO", color="C2")
+    right.set_xticks(list(xs), [k.replace("_", "\n") for k in keys], fontsize=7)
+    right.axhline(0, color="black", lw=0.5)
+    right.set(ylabel="validation reward (greedy)", title="Validation reward and its parts")
+    right.legend(fontsize=8)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
