@@ -368,14 +368,16 @@ def main(params_file: Path = DEFAULT_PARAMS, facts_dir: Path = Path("data/facts"
     size = sum(shard.bytes for shard in manifest.shards)
     counts = ", ".join(f"{split} {info.num_rows:,}" for split, info in manifest.splits.items())
     log.info(
-        "episodes: %s (%s) in %.1f s, %.0f episodes/s, %.0f bytes/episode, %d shards -> %s",
+        "episodes  %s (%s) in %d shards\ntime      %.1f s, %.0f episodes/s\nsize      %.1f MB, %.0f bytes/episode\n"
+        "output    %s",
         f"{total:,}",
         counts,
+        len(manifest.shards),
         seconds,
         total / seconds,
+        size / 1e6,
         size / total,
-        len(manifest.shards),
-        out_dir,
+        Path(out_dir).resolve(),
     )
 
 

@@ -1,10 +1,14 @@
+import json
+import logging
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
-from pipeline.episodes import build_episodes, generate_episodes, prepare
-from pipeline.params import EpisodesParams
+from pipeline.episodes import build_episodes, generate_episodes, main, prepare
+from pipeline.params import EpisodesParams, ParamsError
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS, EPISODE_SCHEMA, NUM_DOCS, SPLITS, TASKS
 from reward_api.scoring import normalize
@@ -108,3 +112,44 @@ def test_build_is_identical_for_one_and_two_workers(facts_dir, tmp_path):
         assert (tmp_path / "one" / shard.path).read_bytes() == (tmp_path / "two" / shard.path).read_bytes()
     assert (tmp_path / "one" / "manifest.json").read_bytes() == (tmp_path / "two" / "manifest.json").read_bytes()
     assert list(one.splits) == list(SPLITS)
+
+
+def test_stored_episodes_regenerate_from_code(dataset_dir, facts_dir):
+    manifest = json.loads((dataset_dir / "manifest.json").read_text())
+    stored = pa.concat_tables([pq.read_table(dataset_dir / shard["path"]) for shard in manifest["shards"]])
+    facts, pools = pq.read_table(facts_dir / "facts.parquet"), build_pools(manifest["seed"])
+    picked = np.sort(np.random.default_rng(5).choice(stored.num_rows, size=100, replace=False))
+    for split, info in manifest["splits"].items():
+        ids = picked[(picked >= info["first_id"]) & (picked < info["first_id"] + info["num_rows"])]
+        again = generate_episodes(facts, pools, manifest["seed"], split, ids)
+        assert again.equals(stored.take(pa.array(ids)).cast(EPISODE_SCHEMA), check_metadata=False)
+
+
+def test_main_builds_from_params_and_summarises(facts_dir, tmp_path, caplog):
+    params = {"seed": 3, "episodes": TINY.model_dump() | {"train": 200}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    with caplog.at_level(logging.INFO):
+        main(tmp_path / "params.yaml", facts_dir, tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["seed"] == 3 and manifest["splits"]["train"]["num_rows"] == 200
+    assert "320 (train 200, validation 60, test 60)" in caplog.text
+    assert "episodes/s" in caplog.text and "bytes/episode" in caplog.text and str(tmp_path / "out") in caplog.text
+
+
+def test_main_refuses_bad_params_before_any_work(facts_dir, tmp_path):
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": 3, "episodes": TINY.model_dump() | {"test": 0}}))
+    with pytest.raises(ParamsError, match="episodes.test"):
+        main(tmp_path / "params.yaml", facts_dir, tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match="facts stage"):
+        build_episodes(tmp_path, tmp_path / "out", TINY, SEED)
+    assert not (tmp_path / "out").exists()
+
+
+def test_manifest_hash_follows_the_facts(facts_dir, tmp_path):
+    first = build_episodes(facts_dir, tmp_path / "a", TINY, SEED).params_hash
+    changed = tmp_path / "facts"
+    changed.mkdir()
+    table = pq.read_table(facts_dir / "facts.parquet")
+    pq.write_table(table.slice(1), changed / "facts.parquet")
+    assert build_episodes(changed, tmp_path / "b", TINY, SEED).params_hash != first
+    assert build_episodes(facts_dir, tmp_path / "c", TINY, SEED).params_hash == first
