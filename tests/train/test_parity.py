@@ -1,0 +1,100 @@
+"""Parity: the reward training computes equals what the served API returns, against a real uvicorn server
+(`python -m reward_api`) on a loopback port, for one-shot completions and for tool-mode traces."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from reward_api.tokens import KEY_ENV
+from train.rewards import episode_reward, parse_completion
+from train.tools import ContextCorruptionEnv
+
+
+@pytest.fixture(scope="module")
+def server(episodes_dir):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reward_api", "--data", str(episodes_dir), "--port", str(port)],
+        env={**os.environ, KEY_ENV: "parity-test"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"reward server did not start: {proc.stderr.read().decode()[-2000:]}")
+        time.sleep(0.2)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def _completions(row: dict) -> list[str]:
+    corrupt, answer = row["corrupt_ids"], row["answer"]
+    wrong = next((c for c in row["doc_claims"] if c and c != answer), "nobody")
+    return [
+        f'{{"answer": "{answer}", "flagged_ids": {corrupt}, "confidence": 0.9}}',
+        f'<think>hmm</think> {{"answer": "{wrong}", "flagged_ids": [0, 1, 2], "confidence": 0.35}}',
+        f'{{"answer": "{answer.upper()}!", "flagged_ids": [], "confidence": 1}}',
+        f'{{"answer": "{answer}"}}',
+        '{"answer": "x", "flagged_ids": [9], "confidence": 0.5}',
+        "I am not sure.",
+    ]
+
+
+def test_oneshot_reward_equals_the_servers_score(server, episode_rows):
+    rows = episode_rows[:20]
+    items = [(row, text) for row in rows for text in _completions(row)]
+    training = episode_reward(
+        [[{"role": "assistant", "content": text}] for _, text in items],
+        *([row[col] for row, _ in items] for col in ("answer", "answer_aliases", "corrupt_ids", "max_budget")),
+    )
+    submissions = []
+    for row, text in items:
+        sub = parse_completion(text)[0]
+        submissions.append(
+            {
+                "episode_id": row["episode_id"],
+                "answer": sub.answer,
+                "flagged_ids": list(sub.flagged_ids),
+                "confidence": sub.confidence,
+            }
+        )
+    response = httpx.post(f"{server}/score/batch", json={"submissions": submissions}, timeout=30)
+    assert response.status_code == 200, response.text
+    served = [result["reward"] for result in response.json()["results"]]
+    assert training == served
+    single = httpx.post(f"{server}/score", json=submissions[0], timeout=30).json()
+    assert single["reward"] == training[0] and single["breakdown"]["total"] == training[0]
+
+
+def test_tool_mode_reward_equals_the_servers_score_for_the_trace(server, episode_rows):
+    for row in episode_rows[:10]:
+        env = ContextCorruptionEnv()
+        env.reset(**row)
+        actions = [{"action_type": "read_doc", "doc_id": 0}, {"action_type": "flag_suspicious", "doc_id": 5}]
+        actions += [{"action_type": "flag_suspicious", "doc_id": i} for i in row["corrupt_ids"]]
+        actions += [{"action_type": "unflag_doc", "doc_id": 5}]
+        actions += [{"action_type": "submit_answer", "answer": row["answer"], "confidence": 0.6}]
+        for action in actions:
+            getattr(env, action["action_type"])(**{k: v for k, v in action.items() if k != "action_type"})
+        body = {"episode_id": row["episode_id"], "actions": actions}
+        response = httpx.post(f"{server}/score", json=body, timeout=30)
+        assert response.status_code == 200, response.text
+        assert response.json()["breakdown"] == env.breakdown
