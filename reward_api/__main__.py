@@ -15,7 +15,7 @@ import uvicorn
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reward_api.source import dataset_folder
-from reward_api.store import DEFAULT_CACHE_GROUPS, EpisodeStore, StoreError
+from reward_api.store import DEFAULT_CACHE_MB, EpisodeStore, StoreError
 from reward_api.tokens import TokenSigner, server_secret
 
 log = logging.getLogger("reward_api")
@@ -28,7 +28,7 @@ class Settings(BaseSettings):
     revision: str | None = None
     host: str = "127.0.0.1"
     port: int = 7860
-    cache_groups: int = DEFAULT_CACHE_GROUPS
+    cache_mb: float = DEFAULT_CACHE_MB
 
 
 def parse_settings(argv: list[str] | None = None) -> Settings:
@@ -37,7 +37,7 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--revision", help="Hub revision (tag, branch or commit) when --data is a repo id")
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
-    parser.add_argument("--cache-groups", type=int, dest="cache_groups", help="row groups kept decoded in memory")
+    parser.add_argument("--cache-mb", type=float, dest="cache_mb", help="memory for decoded row groups (MB)")
     given = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
     return Settings(**given)
 
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from reward_api.server import build_app
 
     try:
-        store = EpisodeStore(dataset_folder(settings.data, settings.revision), cache_groups=settings.cache_groups)
+        store = EpisodeStore(dataset_folder(settings.data, settings.revision), cache_mb=settings.cache_mb)
     except StoreError as exc:
         log.error("cannot serve: %s", exc)
         return 2

@@ -10,6 +10,7 @@ instead of six. The results are identical to evaluating the formula directly (te
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable
@@ -50,8 +51,9 @@ class Breakdown(TypedDict):
     total: float
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def normalize(text: str) -> str:
-    """Lowercase, strip non-word characters, collapse whitespace."""
+    """Lowercase, strip non-word characters, collapse whitespace (cached: a GRPO group repeats answers)."""
     lowered = text.lower()
     if lowered.isascii():
         return " ".join(lowered.encode().translate(None, _ASCII_NON_WORD).decode().split())

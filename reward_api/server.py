@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 from typing import Annotated
 
-from fastapi import Body, FastAPI, Path
-from fastapi.responses import JSONResponse
+import orjson
+from fastapi import Body, FastAPI, Path, Request, Response
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import ResetResponse
@@ -39,6 +39,7 @@ from reward_api.scoring import REWARD_VERSION, Breakdown, EpisodeKey, score_subm
 from reward_api.tasks import task_list
 
 MAX_SESSIONS = 256
+BATCH_SCHEMA = BatchIn.model_json_schema()
 
 
 def _score_one(item: SubmissionIn | TraceIn, key: EpisodeKey) -> Breakdown:
@@ -46,6 +47,11 @@ def _score_one(item: SubmissionIn | TraceIn, key: EpisodeKey) -> Breakdown:
     if isinstance(item, SubmissionIn):
         return score_submission_key(item.answer, item.flagged_ids, item.confidence, key)
     return play(item.episode_id, [action.move() for action in item.actions], key).breakdown
+
+
+def _json(content) -> Response:
+    """orjson-encoded JSON: the json module spends more time on a 1,024-result batch than scoring it."""
+    return Response(orjson.dumps(content), media_type="application/json")
 
 
 def _result(episode_id: int, breakdown: Breakdown) -> dict:
@@ -78,21 +84,31 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
     @app.get(
         "/episodes/{episode_id}", response_model=EpisodeView, tags=["Episodes"], summary="Agent view of an episode"
     )
-    async def episode(episode_id: Annotated[int, Path(ge=0, description="Global episode id")]) -> JSONResponse:
+    async def episode(episode_id: Annotated[int, Path(ge=0, description="Global episode id")]) -> Response:
         """The visible columns only: never the answer, the aliases or which documents are corrupt."""
-        return JSONResponse(store.view(episode_id))
+        return _json(store.view(episode_id))
 
     @app.post("/score", response_model=ScoreOut, tags=["Scoring"], summary="Score one submission or action trace")
-    async def score(body: Annotated[ScoreIn, Body()]) -> JSONResponse:
+    async def score(body: Annotated[ScoreIn, Body()]) -> Response:
         """Reward v1 of a one-shot submission (the trace "flag each id, then submit") or of a whole trace."""
-        return JSONResponse(_result(body.episode_id, _score_one(body, store.key(body.episode_id))))
+        return _json(_result(body.episode_id, _score_one(body, store.key(body.episode_id))))
 
-    @app.post("/score/batch", response_model=BatchOut, tags=["Scoring"], summary="Score many submissions")
-    async def score_batch(body: BatchIn) -> JSONResponse:
-        """Up to 8,192 submissions or traces (a GRPO group or more); each episode is looked up once."""
+    @app.post(
+        "/score/batch",
+        response_model=BatchOut,
+        tags=["Scoring"],
+        summary="Score many submissions",
+        openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": BATCH_SCHEMA}}}},
+    )
+    async def score_batch(request: Request) -> Response:
+        """Up to 8,192 submissions or traces (a GRPO group or more); each episode is looked up once.
+
+        The body is validated straight from its bytes by pydantic's JSON parser (twice as fast as FastAPI's
+        parse-then-validate at 1,024 items); the schema and the errors are the same.
+        """
+        body = BatchIn.model_validate_json(await request.body())
         keys = store.keys(item.episode_id for item in body.submissions)
-        results = [_result(item.episode_id, _score_one(item, keys[item.episode_id])) for item in body.submissions]
-        return JSONResponse({"results": results})
+        return _json({"results": [_result(i.episode_id, _score_one(i, keys[i.episode_id])) for i in body.submissions]})
 
     @app.get("/tasks", response_model=list[TaskOut], tags=["Episodes"], summary="Difficulty tiers")
     async def get_tasks() -> list[TaskOut]:

@@ -28,8 +28,8 @@ log = logging.getLogger(__name__)
 
 MANIFEST_NAME = "manifest.json"
 KEY_COLUMNS = ("answer", "answer_aliases", "corrupt_ids", "max_budget")
-DEFAULT_CACHE_GROUPS = 64
-DEFAULT_CACHE_KEYS = 65536
+DEFAULT_CACHE_MB = 64
+DEFAULT_CACHE_KEYS = 16384
 
 
 class StoreError(RuntimeError):
@@ -48,21 +48,24 @@ class Location:
 
 
 class _Lru:
-    """A small LRU map; the caller holds the store's lock."""
+    """An LRU map bounded by the summed weight of its values; the caller holds the store's lock."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, capacity: int, weigh: Callable[[object], int] = lambda _: 1) -> None:
+        self.capacity = capacity
+        self.weigh = weigh
+        self.weight = 0
         self.items: OrderedDict = OrderedDict()
 
     def get(self, key, load: Callable):
         value = self.items.get(key)
-        if value is None:
-            value = load()
-            self.items[key] = value
-            if len(self.items) > self.size:
-                self.items.popitem(last=False)
-        else:
+        if value is not None:
             self.items.move_to_end(key)
+            return value
+        value = load()
+        self.items[key] = value
+        self.weight += self.weigh(value)
+        while self.weight > self.capacity and len(self.items) > 1:
+            self.weight -= self.weigh(self.items.popitem(last=False)[1])
         return value
 
 
@@ -92,7 +95,8 @@ def open_shard(root: Path, info: ShardInfo, row_group_rows: int) -> pq.ParquetFi
             f"{path}: {path.stat().st_size} bytes, the manifest says {info.bytes} (truncated or replaced?)"
         )
     try:
-        handle = pq.ParquetFile(path, memory_map=True)
+        # Not memory-mapped: random reads over a mapped file would pull all of it into the RSS over time.
+        handle = pq.ParquetFile(path, memory_map=False)
     except (pa.ArrowException, OSError) as exc:
         raise StoreError(f"{path}: not a readable Parquet file: {exc}") from exc
     meta = handle.metadata
@@ -114,7 +118,7 @@ def open_shard(root: Path, info: ShardInfo, row_group_rows: int) -> pq.ParquetFi
 class EpisodeStore:
     """Read-only access to one dataset folder; safe to share between threads."""
 
-    def __init__(self, root: Path, cache_groups: int = DEFAULT_CACHE_GROUPS, cache_keys: int = DEFAULT_CACHE_KEYS):
+    def __init__(self, root: Path, cache_mb: float = DEFAULT_CACHE_MB, cache_keys: int = DEFAULT_CACHE_KEYS):
         self.root = Path(root)
         self.manifest = read_manifest(self.root)
         self.shards = sorted(self.manifest.shards, key=lambda s: s.first_id)
@@ -122,7 +126,7 @@ class EpisodeStore:
         self._starts = [s.first_id for s in self.shards]
         self.num_episodes = sum(s.num_rows for s in self.shards)
         self._lock = threading.Lock()
-        self._groups = _Lru(cache_groups)
+        self._groups = _Lru(int(cache_mb * 2**20), weigh=lambda table: table.nbytes)
         self._keys = _Lru(cache_keys)
         self._task_ids: dict[tuple[str, str], np.ndarray] = {}
         log.info("serving %d episodes from %d shards in %s", self.num_episodes, len(self.shards), self.root)

@@ -40,7 +40,7 @@ def truth_key(row: dict) -> EpisodeKey:
 
 @pytest.fixture(scope="session")
 def backend(served_dir) -> Backend:
-    store = EpisodeStore(served_dir, cache_groups=4)
+    store = EpisodeStore(served_dir, cache_mb=0.5)
     return Backend(store, TokenSigner(SECRET, store.manifest.params_hash))
 
 

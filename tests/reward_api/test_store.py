@@ -51,7 +51,8 @@ def test_keys_match_the_hidden_columns(backend, rows):
 def test_cache_stays_bounded(backend):
     for episode_id in range(0, 170, 3):
         backend.store.view(episode_id)
-    assert len(backend.store._groups.items) <= backend.store._groups.size
+    groups = backend.store._groups
+    assert 1 <= len(groups.items) and sum(t.nbytes for t in groups.items.values()) <= groups.capacity
 
 
 def test_task_index_lists_exactly_the_ids_of_a_task(backend, rows):
