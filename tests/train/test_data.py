@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from huggingface_hub import HfApi
 
+from tests.hubstandin import hub_standin
 from train.data import grpo_rows, head, stream_episodes
 from train.evaluate import take_rows
 from train.prompts import ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_oneshot_rows_carry_the_prompt_and_the_ground_truth(episodes_dir, episode_rows):
@@ -44,3 +52,25 @@ def test_a_file_is_not_a_dataset(tmp_path):
     path.write_bytes(b"x")
     with pytest.raises(ValueError, match="is a file"):
         stream_episodes(str(path), "train")
+
+
+def test_streams_a_hub_repo_by_id_and_revision(tmp_path, episodes_dir, episode_rows):
+    """Published with huggingface_hub to a loopback Hub stand-in, then streamed by repo id and tag."""
+    token, repo = "hf_train_test", "org/episodes"
+    with hub_standin(token=token) as hub:
+        api = HfApi(endpoint=hub.endpoint, token=token)
+        api.create_repo(repo, repo_type="dataset", private=True)
+        api.upload_folder(repo_id=repo, repo_type="dataset", folder_path=episodes_dir)
+        api.create_tag(repo, repo_type="dataset", tag="v1")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+        env |= {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_TOKEN": token}
+        code = (
+            "import json, sys\nfrom train.data import head, stream_episodes\n"
+            "rows = head(stream_episodes(sys.argv[1], 'validation', revision='v1'), 5)\n"
+            "print(json.dumps([r['episode_id'] for r in rows]))"
+        )
+        run = subprocess.run(
+            [sys.executable, "-c", code, repo], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout) == [r["episode_id"] for r in episode_rows[:5]]
