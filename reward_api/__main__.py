@@ -1,7 +1,8 @@
 """`python -m reward_api --data PATH_OR_REPO_ID [--revision REV] [--host 127.0.0.1] [--port 7860]`.
 
-Every option can also come from the environment (CONTEXTCORRUPTION_DATA, _REVISION, _HOST, _PORT), which
-is how a container or an HF Space passes the dataset repo id.
+Every option can also come from the environment (CONTEXTCORRUPTION_DATA, _REVISION, _HOST, _PORT, _CACHE_MB,
+_ACCESS_LOG), which is how a container or an HF Space passes the dataset repo id. The state-token secret is
+CONTEXTCORRUPTION_STATE_KEY (see reward_api.tokens).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import sys
 
 import uvicorn
+from pydantic import ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reward_api.source import dataset_folder
@@ -29,6 +31,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 7860
     cache_mb: float = DEFAULT_CACHE_MB
+    access_log: bool = False
 
 
 def parse_settings(argv: list[str] | None = None) -> Settings:
@@ -38,6 +41,9 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
     parser.add_argument("--cache-mb", type=float, dest="cache_mb", help="memory for decoded row groups (MB)")
+    parser.add_argument(
+        "--access-log", action="store_true", default=None, help="log every request (off by default: it costs CPU)"
+    )
     given = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
     return Settings(**given)
 
@@ -68,7 +74,11 @@ def skip_web_ui() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = parse_settings(argv)
+    try:
+        settings = parse_settings(argv)
+    except ValidationError as exc:
+        log.error("bad setting: %s", exc)
+        return 2
     skip_web_ui()
     from reward_api.env import Backend
     from reward_api.server import build_app
@@ -80,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     app = build_app(Backend(store, TokenSigner(server_secret(), store.manifest.params_hash)))
     log.info("%s", try_it(settings.host, settings.port, store.shards[0].first_id))
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=settings.access_log)
     return 0
 
 

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import orjson
 from fastapi import Body, FastAPI, Path, Request, Response
+from fastapi.routing import APIRoute
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import ResetResponse
@@ -77,6 +78,38 @@ def _replace_reset(app: FastAPI, backend: Backend) -> None:
         return ResetResponse(**serialize_observation(env.reset(**body.model_dump(exclude_none=True))))
 
 
+STEP_EXAMPLES = {
+    "flag": {
+        "summary": "Flag document 3 (HTTP: with the last state_token)",
+        "value": {
+            "action": {"action_type": "flag_suspicious", "doc_id": 3, "state_token": "<from the last observation>"}
+        },
+    },
+    "read": {
+        "summary": "Read document 0",
+        "value": {"action": {"action_type": "read_doc", "doc_id": 0, "state_token": "<token>"}},
+    },
+    "submit": {
+        "summary": "Submit the answer; ends the episode with reward and reward_breakdown",
+        "value": {
+            "action": {"action_type": "submit_answer", "answer": "Paris", "confidence": 0.8, "state_token": "<token>"}
+        },
+    },
+}
+
+
+def _document_step(app: FastAPI) -> None:
+    """OpenEnv's /step documents a generic action; show ours (the schema is at /schema, `action`)."""
+    for route in app.router.routes:
+        if isinstance(route, APIRoute) and route.path == "/step":
+            route.description = (
+                "One action of DESIGN §5 (read_doc, flag_suspicious, unflag_doc: doc_id 0..7; submit_answer: answer "
+                "and confidence 0..1); each costs 1 budget. Over HTTP send the state_token of the last observation: "
+                "403 if it was tampered with or signed elsewhere, 409 once the episode is over."
+            )
+            route.openapi_extra = {"requestBody": {"content": {"application/json": {"examples": STEP_EXAMPLES}}}}
+
+
 def _add_routes(app: FastAPI, backend: Backend) -> None:
     store = backend.store
     tasks = task_list()
@@ -134,6 +167,7 @@ def build_app(backend: Backend) -> FastAPI:
     app.title = "ContextCorruption reward API"
     app.state.backend = backend
     _replace_reset(app, backend)
+    _document_step(app)
     _add_routes(app, backend)
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit)

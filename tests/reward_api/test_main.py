@@ -67,3 +67,9 @@ def test_data_can_come_from_the_environment(tmp_path):
     proc = _run(CONTEXTCORRUPTION_DATA=str(tmp_path), CONTEXTCORRUPTION_PORT=str(_free_port()))
     output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 2 and f"{tmp_path}/manifest.json: missing" in output
+
+
+def test_a_bad_setting_from_the_environment_exits_2_naming_it(served_dir):
+    proc = _run("--data", str(served_dir), CONTEXTCORRUPTION_PORT="http")
+    output = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 2 and "port" in output and "http" in output

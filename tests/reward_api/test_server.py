@@ -191,3 +191,16 @@ def test_episode_view_and_listing_routes(http, rows, backend):
     assert (
         "state_token" in schema["action"]["properties"] and "reward_breakdown" in schema["observation"]["properties"]
     )
+
+
+def test_openapi_documents_every_body_with_examples(http):
+    spec = http.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    for name in ("ResetBody", "SubmissionIn", "TraceIn"):
+        assert schemas[name].get("examples"), name
+    assert spec["paths"]["/step"]["post"]["requestBody"]["content"]["application/json"]["examples"]["submit"]
+    batch = spec["paths"]["/score/batch"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert batch["examples"] and "submissions" in batch["properties"]
+    for path in ("/episodes/{episode_id}", "/score", "/score/batch", "/tasks", "/manifest", "/reset"):
+        operation = next(iter(spec["paths"][path].values()))
+        assert operation.get("description") and operation.get("summary"), path
