@@ -1,0 +1,324 @@
+"""The validate stage: DuckDB SQL over the written shards checks every invariant of DESIGN §3.
+
+Rows never come into Python: each invariant is one SQL predicate per episode, aggregated to a count and
+the first offending ids, so a million episodes take seconds. Answers are compared after the reward's
+normalisation (lowercase, strip non-word characters, collapse whitespace), written here in SQL with
+Unicode classes so that it equals Python's `str.lower` + `\\w` + `str.split` (tests prove it on every
+assigned code point). Writes the metrics that `dvc metrics show` reads; any violation fails the stage.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from pipeline.schema import ANSWER_TYPES, CORRUPTION_KINDS, MAX_BUDGET, NUM_DOCS, SPLITS, TASKS, Manifest, ShardInfo
+from pipeline.writer import MANIFEST_NAME, file_sha256, write_text_atomic
+
+log = logging.getLogger(__name__)
+
+DATA_DIR = Path("data/episodes")
+METRICS_PATH = Path("data/metrics/dataset.json")
+MAX_EXAMPLES = 10
+
+
+def _chars(points: list[int]) -> str:
+    return "".join(f"\\x{{{p:x}}}" for p in points)
+
+
+# Python's whitespace (str.isspace); every such character lies in the BMP.
+_WS = _chars([p for p in range(0x10000) if chr(p).isspace()])
+# Python lowercases a final capital sigma to ς: after a cased letter and not before one, skipping
+# case-ignorable characters (Unicode SpecialCasing Final_Sigma). Cased = Lu/Ll/Lt + Other_Lowercase/Uppercase.
+_CASED = r"\p{Lu}\p{Ll}\p{Lt}" + "".join(
+    f"{_chars([a])}-{_chars([b])}"
+    for a, b in [(0xAA, 0xAA), (0xBA, 0xBA), (0x2160, 0x217F), (0x24B6, 0x24E9)]
+    + [(0x1F130, 0x1F149), (0x1F150, 0x1F169), (0x1F170, 0x1F189)]
+)
+_CASE_IGNORABLE = r"\p{Mn}\p{Me}\p{Cf}\p{Lm}\p{Sk}" + _chars(
+    [0x27, 0x2E, 0x3A, 0xB7, 0x387, 0x55F, 0x5F4, 0x2018, 0x2019, 0x2024, 0x2027, 0xFE13, 0xFE52, 0xFE55, 0xFF07]
+    + [0xFF0E, 0xFF1A]
+)
+_FINAL_SIGMA = (
+    f"CASE WHEN contains(s, 'Σ') THEN regexp_replace(s, '([{_CASED}][{_CASE_IGNORABLE}]*)Σ"
+    f"([{_CASE_IGNORABLE}]*(?:[^{_CASED}{_CASE_IGNORABLE}]|$))', '\\1ς\\2', 'g') ELSE s END"
+)
+_KEEP = f"[^\\p{{L}}\\p{{N}}_{_WS}]"
+# The reward's normalize() as DuckDB macros: norm(s). Strings with nothing to strip or collapse (most
+# answers) skip the regexp_replace calls, which cost several times a regexp_matches.
+NORMALIZE_MACROS = (
+    f"CREATE MACRO norm_slow(x) AS trim(regexp_replace(regexp_replace(x, '{_KEEP}', '', 'g'), '[{_WS}]+', ' ', 'g'))",
+    "CREATE MACRO norm_lower(x) AS CASE WHEN regexp_matches(x, '[^\\p{L}\\p{N}_ ]|  |^ | $') "
+    "THEN norm_slow(x) ELSE x END",
+    f"CREATE MACRO norm(s) AS norm_lower(lower({_FINAL_SIGMA}))",
+)
+
+
+def _sql_list(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+_LEVELS = _sql_list(CORRUPTION_KINDS[1:])
+# DuckDB lists are 1-based; position p holds doc_id p - 1. Per-position scalar SQL is several times faster
+# than list lambdas here, so the per-document checks are spelled out for each of the NUM_DOCS positions.
+_POSITIONS = range(1, NUM_DOCS + 1)
+# k{p} (the normalised claim at position p) is this marker when the claim is the answer verbatim, which spares
+# normalising it; normalised text never starts with a space, so the marker cannot collide.
+_IS_ANSWER = "' '"
+_ALIAS_SLOTS = 4
+
+
+def _each(template: str) -> str:
+    """SQL: `template` (with {p} = list position, {d} = doc_id) holds at every position."""
+    return " AND ".join(f"coalesce({template.format(p=p, d=p - 1)}, false)" for p in _POSITIONS)
+
+
+def _true(p: int) -> str:
+    """SQL: the claim at position p is the answer or an alias (false when it asserts nothing)."""
+    return f"coalesce(list_contains(accepted, k{p}), false)"
+
+
+def _plurality() -> str:
+    """SQL: more documents claim the answer than any single wrong value; the pairwise count runs only when
+    the answer's votes do not already exceed all wrong claims together."""
+    votes = " + ".join(f"{_true(p)}::INT" for p in _POSITIONS)
+    others = " + ".join(f"(k{p} IS NOT NULL AND NOT {_true(p)})::INT" for p in _POSITIONS)
+    same = [
+        f"CASE WHEN k{p} IS NULL OR {_true(p)} THEN 0 ELSE "
+        + " + ".join(f"coalesce(k{q} = k{p}, false)::INT" for q in _POSITIONS)
+        + " END"
+        for p in _POSITIONS
+    ]
+    return f"CASE WHEN ({votes}) > ({others}) THEN true ELSE ({votes}) > greatest({', '.join(same)}) END"
+
+
+# Invariant name -> SQL over the `checked` table, true for a good episode (NULL counts as a violation).
+EPISODE_INVARIANTS = {
+    "eight_documents": "docs_ok",
+    "corrupt_ids": f"len(corrupt_ids) BETWEEN 1 AND {len(TASKS)} AND list_sort(list_distinct(corrupt_ids)) = "
+    f"corrupt_ids AND list_min(corrupt_ids) >= 0 AND list_max(corrupt_ids) < {NUM_DOCS}",
+    "task_matches_corrupt_count": f"task = {_sql_list(TASKS)}[len(corrupt_ids)]",
+    "doc_corruption": _each(
+        f"CASE WHEN list_contains(corrupt_ids, {{d}}) THEN list_contains({_LEVELS}, doc_corruption[{{p}}]) "
+        "ELSE doc_corruption[{p}] = 'none' END"
+    ),
+    "corrupt_claims_false": " AND ".join(
+        f"NOT (list_contains(corrupt_ids, {p - 1}) AND {_true(p)})" for p in _POSITIONS
+    ),
+    "clean_claims_true": " AND ".join(f"(list_contains(corrupt_ids, {p - 1}) OR {_true(p)})" for p in _POSITIONS),
+    "answer_strict_plurality": _plurality(),
+    "max_budget": f"max_budget = {MAX_BUDGET}",
+    "answer_type": f"list_contains({_sql_list(ANSWER_TYPES)}, answer_type)",
+    "ids_sorted_contiguous": "ids_ok",
+}
+FILE_INVARIANTS = ("manifest_ranges", "files_match_manifest", "row_groups")
+INVARIANTS = (*EPISODE_INVARIANTS, "fact_in_one_split", *FILE_INVARIANTS)
+
+
+def _checked_sql() -> str:
+    """The one pass over the shards, materialised as `checked`: everything the invariants and metrics read,
+    with answers, aliases and claims normalised exactly once (a table: DuckDB would otherwise inline k{p}
+    into every check that reads it)."""
+    # Up to _ALIAS_SLOTS aliases as scalars; longer lists (rare) take the slower lambda.
+    slots = "".join(f", norm(answer_aliases[{j}])" for j in range(1, _ALIAS_SLOTS + 1))
+    accepted = (
+        f"list_distinct(CASE WHEN len(answer_aliases) <= {_ALIAS_SLOTS} THEN [{_IS_ANSWER}, norm(answer){slots}] "
+        f"ELSE list_concat([{_IS_ANSWER}, norm(answer)], list_transform(answer_aliases, lambda a: norm(a))) END)"
+    )
+    keys = ", ".join(
+        f"CASE WHEN doc_claims[{p}] = answer THEN {_IS_ANSWER} ELSE norm(doc_claims[{p}]) END AS k{p}"
+        for p in _POSITIONS
+    )
+    return f"""
+    CREATE TEMP TABLE checked AS
+    SELECT episode_id, e.split, task, answer_type, source, fact_id, max_budget, corrupt_ids, doc_corruption,
+        list_transform(documents, lambda d: d.doc_id)::BIGINT[] = range({NUM_DOCS})
+            AND len(doc_corruption) = {NUM_DOCS} AND len(doc_claims) = {NUM_DOCS} AS docs_ok,
+        list_transform(documents, lambda d: length(d.content)) AS doc_chars,
+        episode_id = s.first_id + file_row_number AND e.split IS NOT DISTINCT FROM s.split AS ids_ok,
+        {accepted} AS accepted, {keys}
+    FROM episodes e LEFT JOIN shards s ON e.filename = s.file
+    """
+
+
+def connect(root: Path, shards: list[ShardInfo]) -> duckdb.DuckDBPyConnection:
+    """A connection with the `norm` macro, an `episodes` view over the given shards and a `shards` table."""
+    con = duckdb.connect()
+    for macro in NORMALIZE_MACROS:
+        con.execute(macro)
+    files = [str(Path(root).resolve() / s.path) for s in shards]
+    con.register(
+        "shards",
+        pa.table({"file": files, "split": [s.split for s in shards], "first_id": [s.first_id for s in shards]}),
+    )
+    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    con.execute(
+        f"CREATE VIEW episodes AS SELECT * FROM read_parquet([{listed}], filename = true, file_row_number = true)"
+    )
+    return con
+
+
+def _episode_violations(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, list]]:
+    """Count per invariant from the `checked` table, then the first ids of the violated ones."""
+    bad = {name: f"NOT coalesce({sql}, false)" for name, sql in EPISODE_INVARIANTS.items()}
+    bad["fact_in_one_split"] = (
+        "fact_id IN (SELECT fact_id FROM checked GROUP BY fact_id HAVING count(DISTINCT split) > 1)"
+    )
+    counts = con.execute(f"SELECT {', '.join(f'count(*) FILTER (WHERE {sql})' for sql in bad.values())} FROM checked")
+    found = dict(zip(bad, counts.fetchone(), strict=True))
+    violated = [name for name in bad if found[name]]
+    examples = [
+        con.execute(f"SELECT min(episode_id, {MAX_EXAMPLES}) FROM checked WHERE {bad[name]}").fetchone()[0]
+        for name in violated
+    ]
+    return {name: (found[name], dict(zip(violated, examples, strict=True)).get(name, [])) for name in bad}
+
+
+def _manifest_problems(manifest: Manifest) -> list[str]:
+    """Splits are SPLITS in order, contiguous from id 0, each tiled exactly by its shards."""
+    if set(manifest.splits) != set(SPLITS):
+        return [f"splits {sorted(manifest.splits)} != {sorted(SPLITS)}"]
+    problems, next_id = [], 0
+    for split in SPLITS:
+        info = manifest.splits[split]
+        if info.first_id != next_id:
+            problems.append(f"{split} starts at {info.first_id}, expected {next_id}")
+        shards = [s for s in manifest.shards if s.split == split]
+        shard_id = info.first_id
+        for shard in shards:
+            if shard.first_id != shard_id:
+                problems.append(f"{shard.path} starts at {shard.first_id}, expected {shard_id}")
+            shard_id = shard.first_id + shard.num_rows
+        if shard_id != info.first_id + info.num_rows:
+            problems.append(f"{split} shards end at {shard_id}, expected {info.first_id + info.num_rows}")
+        next_id = info.first_id + info.num_rows
+    return problems
+
+
+def _check_files(root: Path, manifest: Manifest) -> tuple[list[str], list[ShardInfo]]:
+    """Shards on disk against the manifest (presence, bytes, sha256): the problems, and the shards that match,
+    which are the only ones the SQL reads (damaged bytes say nothing about the episodes)."""
+    on_disk = {p.relative_to(root).as_posix() for p in (root / "data").glob("*.parquet")}
+    problems = [f"{path}: not in the manifest" for path in sorted(on_disk - {s.path for s in manifest.shards})]
+    good = []
+    for shard in manifest.shards:
+        path = root / shard.path
+        if shard.path not in on_disk:
+            problems.append(f"{shard.path}: missing")
+        elif path.stat().st_size != shard.bytes or file_sha256(path) != shard.sha256:
+            problems.append(f"{shard.path}: bytes or sha256 differ from the manifest")
+        else:
+            good.append(shard)
+    return problems, good
+
+
+def _row_group_problems(
+    con: duckdb.DuckDBPyConnection, root: Path, shards: list[ShardInfo], size: int
+) -> tuple[list[str], list[str]]:
+    """Row counts against the manifest, and row groups of exactly `size` rows (the last may be shorter)."""
+    groups = dict(
+        con.execute(
+            "SELECT file_name, list(row_group_num_rows ORDER BY row_group_id) FROM (SELECT DISTINCT file_name, "
+            "row_group_id, row_group_num_rows FROM parquet_metadata($files)) GROUP BY file_name",
+            {"files": [str(root / s.path) for s in shards]},
+        ).fetchall()
+    )
+    rows, row_groups = [], []
+    for shard in shards:
+        sizes = groups[str(root / shard.path)]
+        if sum(sizes) != shard.num_rows:
+            rows.append(f"{shard.path}: {sum(sizes)} rows, manifest says {shard.num_rows}")
+        if len(sizes) != shard.num_row_groups or any(n != size for n in sizes[:-1]) or sizes[-1] > size:
+            row_groups.append(f"{shard.path}: row groups {sizes}, expected groups of {size}")
+    return rows, row_groups
+
+
+def _counts(con: duckdb.DuckDBPyConnection, column: str, known: tuple[str, ...] = ()) -> dict[str, int]:
+    found = dict(con.execute(f"SELECT {column}, count(*) FROM checked GROUP BY ALL ORDER BY 1").fetchall())
+    return {**dict.fromkeys(known, 0), **found}
+
+
+def _doc_stats(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, int], dict[str, dict]]:
+    rows = con.execute(
+        "SELECT kind, kind = 'none', grouping(kind), grouping(kind = 'none'), count(*), round(avg(n), 2), "
+        "quantile_disc(n, 0.5), quantile_disc(n, 0.95), max(n) FROM (SELECT unnest(doc_corruption) AS kind, "
+        "unnest(doc_chars) AS n FROM checked) "
+        "GROUP BY GROUPING SETS ((), (kind = 'none'), (kind)) ORDER BY ALL"
+    ).fetchall()
+    kinds, chars = dict.fromkeys(CORRUPTION_KINDS, 0), {}
+    for kind, clean, no_kind, no_clean, count, mean, p50, p95, longest in rows:
+        stats = {"count": count, "mean": mean, "p50": p50, "p95": p95, "max": longest}
+        if not no_kind:
+            kinds[kind] = count
+        elif no_clean:
+            chars["all"] = stats
+        else:
+            chars["clean" if clean else "corrupt"] = stats
+    return kinds, chars
+
+
+def read_manifest(root: Path) -> Manifest:
+    path = Path(root) / MANIFEST_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: build the dataset first (dvc repro episodes)")
+    return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def validate(root: Path) -> dict:
+    """Check every invariant of the dataset folder `root`; return the metrics (violations included)."""
+    root = Path(root).resolve()
+    manifest = read_manifest(root)
+    file_problems, shards = _check_files(root, manifest)
+    if not shards:
+        raise ValueError(f"{root}: no shard matches manifest.json: {file_problems[:MAX_EXAMPLES]}")
+    con = connect(root, shards)
+    con.execute(_checked_sql())
+    found = _episode_violations(con)
+    rows, row_groups = _row_group_problems(con, root, shards, manifest.row_group_rows)
+    problems = {
+        "manifest_ranges": _manifest_problems(manifest),
+        "files_match_manifest": file_problems + rows,
+        "row_groups": row_groups,
+    }
+    found.update({name: (len(items), items[:MAX_EXAMPLES]) for name, items in problems.items()})
+    kinds, chars = _doc_stats(con)
+    total = sum(info.num_rows for info in manifest.splits.values())
+    size = sum(s.bytes for s in manifest.shards)
+    return {
+        "episodes": {"total": total, **_counts(con, "split", SPLITS)},
+        "task": _counts(con, "task", TASKS),
+        "corruption_kind": kinds,
+        "answer_type": _counts(con, "answer_type", ANSWER_TYPES),
+        "source": _counts(con, "source"),
+        "doc_chars": chars,
+        "bytes": {"total": size, "per_episode": round(size / total, 1)},
+        "violations": {name: found[name][0] for name in INVARIANTS},
+        "violation_examples": {name: found[name][1] for name in INVARIANTS if found[name][0]},
+    }
+
+
+def violation_message(metrics: dict) -> str:
+    """One line per violated invariant, naming up to MAX_EXAMPLES episode ids (or files)."""
+    lines = [
+        f"  {name}: {metrics['violations'][name]} violations, e.g. {examples}"
+        for name, examples in metrics["violation_examples"].items()
+    ]
+    return "dataset invariants violated:\n" + "\n".join(lines) if lines else ""
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    metrics = validate(DATA_DIR)
+    METRICS_PATH.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(METRICS_PATH, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    if message := violation_message(metrics):
+        raise SystemExit(message)
+    log.info("validate: %d episodes, every invariant holds; metrics in %s", metrics["episodes"]["total"], METRICS_PATH)
+
+
+if __name__ == "__main__":
+    main()
