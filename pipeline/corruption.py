@@ -45,12 +45,21 @@ def normalize_expr(expr: pl.Expr) -> pl.Expr:
     return expr.str.to_lowercase().str.replace_all(r"[^\w\s]", "").str.replace_all(r"\s+", " ").str.strip_chars()
 
 
+def key_expr(expr: pl.Expr) -> pl.Expr:
+    """A 64-bit key of the normalised text: equal texts after normalisation have equal keys.
+
+    Comparing keys in numpy is what makes redraw rounds cheap; a false match (2**-64 per pair) would only
+    cost a needless redraw.
+    """
+    return normalize_expr(expr).hash(seed=0)
+
+
 @dataclass(frozen=True)
 class Substitutes:
     """Candidate values by group: group g holds values[start[g] : start[g] + size[g]]."""
 
     values: pl.Series
-    normalized: pl.Series
+    keys: np.ndarray
     start: np.ndarray
     size: np.ndarray
 
@@ -61,7 +70,7 @@ class Substitutes:
         start = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
         return cls(
             values=table["value"],
-            normalized=table.select(normalize_expr(pl.col("value"))).to_series(),
+            keys=table.select(key_expr(pl.col("value"))).to_series().to_numpy(),
             start=start,
             size=np.diff(np.r_[start, len(group)]),
         )
@@ -77,7 +86,7 @@ class Substitutes:
 class Truths:
     """Per-fact inputs for wrong claims (index = fact row), computed once per split."""
 
-    accepted: pl.Series  # list[str]: normalised answer and aliases
+    accepted: np.ndarray  # (facts, most aliases + 1) keys of the answer and its aliases, padded with the first
     numeric: np.ndarray
     prefix: pl.Series
     suffix: pl.Series
@@ -95,9 +104,7 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
     """`facts` has answer, answer_aliases, answer_type, relation (one split, in its final row order)."""
     parsed = facts.select(
         pl.col("answer").str.extract_groups(_NUMERIC).struct.rename_fields(["prefix", "digits", "frac", "suffix"]),
-        pl.concat_list(pl.col("answer"), pl.col("answer_aliases"))
-        .list.eval(normalize_expr(pl.element()))
-        .alias("accepted"),
+        pl.concat_list(pl.col("answer"), pl.col("answer_aliases")).list.eval(key_expr(pl.element())).alias("accepted"),
     ).unnest("answer")
     parsed = parsed.with_columns(pl.col("digits").str.replace_all(",", ""), pl.col("frac").fill_null(""))
     parsed = parsed.with_columns(
@@ -108,7 +115,7 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
     numeric = parsed["numeric"].to_numpy()
     cand, group, big = _groups(facts, pools)
     return Truths(
-        accepted=parsed["accepted"],
+        accepted=_padded(parsed["accepted"]),
         numeric=numeric,
         prefix=parsed["prefix"].fill_null(""),
         suffix=parsed["suffix"].fill_null(""),
@@ -121,6 +128,14 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
         substitutes=Substitutes.of(cand),
         distinct=Substitutes.of(cand.unique(maintain_order=True)),
     )
+
+
+def _padded(keys: pl.Series) -> np.ndarray:
+    """A list column of keys (none empty) as a matrix, short rows repeating their last key."""
+    lengths = keys.list.len().to_numpy()
+    starts = np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
+    columns = np.minimum(np.arange(int(lengths.max(initial=1))), lengths[:, None].astype(np.int64) - 1)
+    return keys.explode().to_numpy()[starts[:, None] + columns]
 
 
 def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
@@ -162,8 +177,8 @@ _TYPE_POOL = {"person": "person", "organization": "organization", "place": "plac
 
 def claims(
     t: Truths, rows: np.ndarray, levels: np.ndarray, u: np.ndarray, round_: int = 0
-) -> tuple[pl.Series, pl.Series, np.ndarray]:
-    """One wrong-value attempt per item: values, their normalised forms and the kinds applied.
+) -> tuple[pl.Series, np.ndarray, np.ndarray]:
+    """One wrong-value attempt per item: values, their keys (`key_expr`) and the kinds applied.
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses and use them instead of transposition (which has no randomness), so
@@ -185,10 +200,8 @@ def claims(
     )
     order = np.argsort(np.r_[at, rest], kind="stable")
     values = pl.concat([numbers, pool.values.gather(pick)]).gather(order)
-    norms = pl.concat(
-        [numbers.to_frame().select(normalize_expr(pl.first())).to_series(), pool.normalized.gather(pick)]
-    )
-    return values, norms.gather(order), applied
+    keys = np.r_[numbers.to_frame().select(key_expr(pl.first())).to_series().to_numpy(), pool.keys[pick]][order]
+    return values, keys, applied
 
 
 def _near_miss(t: Truths, rows: np.ndarray, u: np.ndarray, round_: int) -> np.ndarray:
@@ -243,30 +256,27 @@ def resolve(
     rows: np.ndarray,
     levels: np.ndarray,
     draw: Callable[[np.ndarray, int], np.ndarray],
-    avoid: Sequence[pl.Series] = (),
-) -> tuple[pl.Series, pl.Series, np.ndarray]:
+    avoid: Sequence[np.ndarray] = (),
+) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     """Wrong claims whose normalised form is neither the answer's, an alias's, nor an `avoid` one of the item.
 
-    `avoid` holds normalised values; returns values, normalised values and applied kinds. `draw(items,
-    round)` returns the u columns of those items for that round, so each item's result depends only on
-    its own draws.
+    `avoid` holds keys (`key_expr`); returns values, their keys and applied kinds. `draw(items, round)`
+    returns the u columns of those items for that round, so each item's result depends only on its own draws.
     """
     n = len(rows)
     todo = np.arange(n)
-    values, norms, where, kinds = [], [], [], np.zeros(n, dtype=np.int8)
+    values, where, keys, kinds = [], [], np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=np.int8)
     rounds = 2 * SPREAD_ROUNDS + int(t.distinct.size.max())
     for round_ in range(rounds):
-        value, norm, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_)
-        frame = pl.DataFrame({"norm": norm, "accepted": t.accepted.gather(rows[todo])})
-        checks = [pl.col("accepted").list.contains(pl.col("norm"))]
-        checks += [pl.col("norm") == pl.lit(a.gather(todo)) for a in avoid]
-        bad = frame.select(pl.any_horizontal(checks).fill_null(True)).to_series().to_numpy()
+        value, key, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_)
+        bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1)
+        for avoided in avoid:
+            bad |= key == avoided[todo]
         values.append(value.filter(~bad))
-        norms.append(norm.filter(~bad))
         where.append(todo[~bad])
+        keys[todo[~bad]] = key[~bad]
         kinds[todo[~bad]] = applied[~bad]
         todo = todo[bad]
         if not len(todo):
-            order = np.argsort(np.concatenate(where), kind="stable")
-            return pl.concat(values).gather(order), pl.concat(norms).gather(order), kinds
+            return pl.concat(values).gather(np.argsort(np.concatenate(where), kind="stable")), keys, kinds
     raise RuntimeError(f"no wrong claim found after {rounds} draws for fact rows {sorted(set(rows[todo]))[:10]}")

@@ -88,9 +88,7 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
     return SplitFacts(
         split=split,
         table=table.to_arrow().cast(facts.schema),
-        frame=table.select(
-            "subject", "question", "answer", answer_norm=corruption.normalize_expr(pl.col("answer"))
-        ).with_columns(label=label),
+        frame=table.select("subject", "question", "answer").with_columns(label=label),
         truths=corruption.truths(table, pools),
         family=family,
         domain=domain,
@@ -127,41 +125,38 @@ def _spread(values: pl.Series, rows: np.ndarray, n: int) -> pl.Series:
 
 
 def _rank_claims(ctx: SplitFacts, seed: int, ids: np.ndarray, k: np.ndarray, fact: np.ndarray):
-    """Wrong claims of the corrupt documents by rank (null where the task has fewer), normalised, and kinds."""
+    """Wrong claims of the corrupt documents by rank (null where the task has fewer), their keys, and kinds."""
     n = len(ids)
     claims: list[pl.Series] = []
-    norms: list[pl.Series] = []
+    keys = np.zeros((len(CORRUPTION_LEVELS), n), dtype=np.uint64)
     kinds = np.zeros((n, len(CORRUPTION_LEVELS)), dtype=np.int8)
     for rank, level in enumerate(range(corruption.NUMBER, corruption.COHERENT + 1)):
         rows = np.flatnonzero(k > rank)
-        values, norm, applied = corruption.resolve(
+        values, key, applied = corruption.resolve(
             ctx.truths,
             fact[rows],
             np.full(len(rows), level),
             lambda items, round_, rows=rows, rank=rank: _claim_draws(
                 seed, ids[rows[items]], np.full(len(items), rank + round_ * len(CORRUPTION_LEVELS)), Slot.CLAIM_PICK
             ),
-            [earlier.gather(rows) for earlier in norms],
+            [earlier[rows] for earlier in keys[:rank]],
         )
         if level == corruption.COHERENT:
-            values, norm = _copy_earlier(seed, ids, rows, values, norm, claims, norms)
+            values, key = _copy_earlier(seed, ids[rows], rows, values, key, claims, keys[:rank])
         claims.append(_spread(values, rows, n))
-        norms.append(_spread(norm, rows, n))
+        keys[rank, rows] = key
         kinds[rows, rank] = applied
-    return claims, norms, kinds
+    return claims, keys, kinds
 
 
-def _copy_earlier(seed, ids, rows, values, norm, claims, norms) -> list[pl.Series]:
+def _copy_earlier(seed, ids, rows, values, key, claims, keys) -> tuple[pl.Series, np.ndarray]:
     """A coherent fabrication repeats an earlier corrupt document's claim at COHERENT_COPY_RATE."""
-    draw = _units(bits(seed, ids[rows], Slot.COPY), 2)
+    draw = _units(bits(seed, ids, Slot.COPY), 2)
     source = np.minimum((draw[:, 1] * len(claims)).astype(np.int64), len(claims) - 1)
-    pick = source * len(rows) + np.arange(len(rows))
-    copy = pl.lit(draw[:, 0] < COHERENT_COPY_RATE)
-    out = []
-    for own, earlier in ((values, claims), (norm, norms)):
-        copied = pl.concat([c.gather(rows) for c in earlier]).gather(pick)
-        out.append(pl.select(pl.when(copy).then(copied).otherwise(own)).to_series())
-    return out
+    copy = draw[:, 0] < COHERENT_COPY_RATE
+    copied = pl.concat([c.gather(rows) for c in claims]).gather(source * len(rows) + np.arange(len(rows)))
+    values = pl.select(pl.when(pl.lit(copy)).then(copied).otherwise(values)).to_series()
+    return values, np.where(copy, keys[source, rows], key)
 
 
 def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
@@ -172,7 +167,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
         permutations(seed, ids, Slot.POSITIONS, NUM_DOCS), axis=1
     )  # rank of the document at each position
     corrupt = rank < k[:, None]
-    claims, norms, kinds = _rank_claims(ctx, seed, ids, k, fact)
+    claims, keys, kinds = _rank_claims(ctx, seed, ids, k, fact)
 
     episode = np.repeat(np.arange(n), NUM_DOCS)
     doc = np.tile(np.arange(NUM_DOCS), n)
@@ -183,14 +178,14 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
     answer = frame["answer"]
     which = np.where(flat_corrupt, (flat_rank + 1) * n, 0) + episode
     claim = pl.concat([answer, *claims]).gather(which)
-    claim_norm = pl.concat([frame["answer_norm"], *norms]).gather(which)
+    claim_key = np.concatenate([ctx.truths.accepted[fact, 0], *keys])[which]
 
     style = np.stack(
         [bits(seed, ids, Slot.STYLE, d * STYLE_WORDS + w) for d in range(NUM_DOCS) for w in range(STYLE_WORDS)]
     )
     u = _units(style.reshape(NUM_DOCS, STYLE_WORDS, n).transpose(2, 0, 1), 4).reshape(n * NUM_DOCS, -1)
     framing = documents.framing(level, u[:, documents.U.FRAMING])
-    decoy = _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim_norm)
+    decoy = _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim_key)
     title, content = documents.render(
         documents.Batch(
             subject=frame["subject"].gather(episode),
@@ -208,7 +203,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
     return _table(ctx, ids, k, fact, corrupt, applied, title, content, claim)
 
 
-def _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim_norm) -> pl.Series:
+def _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim_key) -> pl.Series:
     """The value a contrast framing denies: the truth in an inversion, else a wrong value unlike the claim."""
     rows = np.flatnonzero((framing == documents.CONTRAST) & (level != corruption.INVERSION))
     values, _, _ = corruption.resolve(
@@ -218,7 +213,7 @@ def _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim_no
         lambda items, round_: _claim_draws(
             seed, ids[episode[rows[items]]], doc[rows[items]] + round_ * NUM_DOCS, Slot.DECOY_PICK
         ),
-        [claim_norm.gather(rows)],
+        [claim_key[rows]],
     )
     inversions = np.flatnonzero(level == corruption.INVERSION)
     spread = _spread(pl.concat([values, answer.gather(episode[inversions])]), np.r_[rows, inversions], len(level))
