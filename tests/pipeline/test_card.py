@@ -1,0 +1,108 @@
+"""Dataset card: Hub front matter whose configs `datasets` reads (plain and streaming), the schema table,
+counts, one real example per corruption kind, deterministic text."""
+
+from __future__ import annotations
+
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from datasets import load_dataset
+from test_writer import write_folder
+
+from pipeline.card import CARD_NAME, size_category, write_card
+from pipeline.schema import CORRUPTION_LEVELS, EPISODE_SCHEMA, HIDDEN_COLUMNS, SPLITS, VISIBLE_COLUMNS, Manifest
+from pipeline.writer import MANIFEST_NAME
+
+COUNTS = {"train": 40, "validation": 12, "test": 12}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("episodes")
+    write_card(root, write_folder(root, COUNTS))
+    return root
+
+
+def front_matter(text: str) -> dict:
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+def test_front_matter_maps_each_split_to_its_shards(folder):
+    meta = front_matter((folder / CARD_NAME).read_text())
+    assert meta["configs"] == [
+        {"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}-*"} for s in SPLITS]}
+    ]
+    assert meta["license"] == "cc-by-4.0" and meta["size_categories"] == ["n<1K"]
+    assert "question-answering" in meta["task_categories"] and "rag" in meta["tags"]
+
+
+def test_card_has_schema_counts_and_build(folder):
+    text = (folder / CARD_NAME).read_text()
+    manifest = Manifest.model_validate_json((folder / MANIFEST_NAME).read_text())
+    for field in EPISODE_SCHEMA:
+        visibility = "hidden" if field.name in HIDDEN_COLUMNS else "yes"
+        assert f"| {field.name} | " in text and f" | {visibility} | " in text
+    assert "| documents | list<struct<doc_id: int8, title: string, content: string>> | yes |" in text
+    assert "| train | 40 | 0 - 39 | 3 |" in text and "| test | 12 | 52 - 63 | 1 |" in text
+    assert "| easy | 1 | 16 |" in text and "| adversarial | 4 | 16 |" in text
+    assert "| synthetic | fictional entities built from `Faker` pools (MIT) | generated here | 32 |" in text
+    assert f"params_hash `{manifest.params_hash}`" in text and f"seed {manifest.seed}," in text
+    assert "31-63%" in text and "0.3 x |flagged and corrupt| / |corrupt|" in text
+    assert 'select_columns(["' + '", "'.join(VISIBLE_COLUMNS) + '"])' in text
+
+
+def test_card_shows_the_first_episode_of_each_kind(folder):
+    text = (folder / CARD_NAME).read_text()
+    rows = pq.read_table(folder / "data" / "train-00000-of-00003.parquet").to_pylist()
+    for kind in CORRUPTION_LEVELS:
+        row, doc_id = next((r, d) for r in rows for d, k in enumerate(r["doc_corruption"]) if k == kind)
+        block = text.split(f"**{kind}**: ")[1].split("\n**")[0]
+        assert f"Episode {row['episode_id']} ({row['task']}). Question: {row['question']}" in block
+        assert f"True answer: **{row['answer']}**. Document {doc_id} claims: **{row['doc_claims'][doc_id]}**" in block
+        assert "> " + row["documents"][doc_id]["content"] in block
+
+
+def test_card_is_deterministic(folder):
+    manifest = Manifest.model_validate_json((folder / MANIFEST_NAME).read_text())
+    write_card(folder, manifest)
+    first = (folder / CARD_NAME).read_bytes()
+    write_card(folder, manifest)
+    assert (folder / CARD_NAME).read_bytes() == first
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "data", "manifest.json"]
+
+
+@pytest.mark.parametrize(
+    ("total", "label"), [(999, "n<1K"), (1_000, "1K<n<10K"), (1_040_000, "1M<n<10M"), (10**9, "100M<n<1B")]
+)
+def test_size_category(total, label):
+    assert size_category(total) == label
+
+
+def test_load_dataset_reads_every_split(folder, tmp_path):
+    loaded = load_dataset(str(folder), cache_dir=str(tmp_path / "cache"))
+    assert {split: loaded[split].num_rows for split in SPLITS} == COUNTS
+    expected = pq.read_table(folder / "data" / "validation-00000-of-00001.parquet").to_pylist()
+    assert loaded["validation"].to_list() == expected
+    assert loaded["train"]["episode_id"] == list(range(40))
+
+
+def test_load_dataset_streams_every_split(folder):
+    streamed = load_dataset(str(folder), streaming=True)
+    for split in SPLITS:
+        ids = [row["episode_id"] for row in streamed[split]]
+        first = sum(COUNTS[s] for s in SPLITS[: SPLITS.index(split)])
+        assert ids == list(range(first, first + COUNTS[split]))
+
+
+def test_card_of_the_pipeline_dataset(dataset_dir, tmp_path):
+    root = tmp_path / "episodes"
+    shutil.copytree(dataset_dir, root)
+    manifest = Manifest.model_validate_json((root / MANIFEST_NAME).read_text())
+    write_card(root, manifest)
+    text = (root / CARD_NAME).read_text()
+    assert all(f"**{kind}**: " in text for kind in CORRUPTION_LEVELS)
+    loaded = load_dataset(str(root), cache_dir=str(tmp_path / "cache"))
+    assert {split: loaded[split].num_rows for split in SPLITS} == {s: i.num_rows for s, i in manifest.splits.items()}
