@@ -21,10 +21,12 @@ _REFUTES = re.compile(
     r"misconception holds|widespread belief|sometimes claimed|older sources state|mistakenly|wrongly", re.I
 )
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[^\W\d_])")
-_WORD = r"[^\W\d_][\w'’&.-]*"
-_NAME = re.compile(rf"{_WORD}(?:(?:,? | and | of | de | du | la | von | van | y ){_WORD})*")
+_UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĖĘĚĜĞĠĢĤĦĪĮİĴĶĹĻĽŁŃŅŇŌŐŒŔŖŘŚŜŞŠŢŤŪŮŰŲŴŶŸŹŻŽ"
+_WORD = rf"[{_UPPER}][\w'’&.-]*"
+_NAME = re.compile(rf"{_WORD}(?:(?:,? | and | of | of the | de | du | la | von | van | y ){_WORD})*")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _POSSESSIVE = re.compile(r"['’]s?$")
+_POSSESSIVE_IN_TEXT = re.compile(r"['’]s\b")
 
 
 @dataclass(frozen=True)
@@ -40,8 +42,6 @@ def _names(sentence: str) -> list[str]:
     found = []
     for match in _NAME.finditer(sentence):
         text = _POSSESSIVE.sub("", match.group().rstrip(".,"))
-        if not text[:1].isupper():
-            continue
         if match.start() == 0 and " " not in text:  # a capitalised first word is usually just a first word
             continue
         found.append(text)
@@ -57,10 +57,10 @@ def _sentence_candidates(sentence: str) -> list[str]:
 
 def _asserted(content: str, question: str) -> tuple[list[str], str]:
     """A document's candidates and asserted text: a sentence rejecting a claim keeps only its correction."""
-    asked = normalize(question)
+    asked = f" {normalize(_POSSESSIVE_IN_TEXT.sub('', question))} "
     candidates, text = [], []
     for sentence in _SENTENCE.split(content):
-        found = [c for c in _sentence_candidates(sentence) if normalize(c) and normalize(c) not in asked]
+        found = [c for c in _sentence_candidates(sentence) if normalize(c) and f" {normalize(c)} " not in asked]
         if _REFUTES.search(sentence):
             found = found[-1:] if len(found) > 1 else []
             text.extend(found)
@@ -68,11 +68,6 @@ def _asserted(content: str, question: str) -> tuple[list[str], str]:
             text.append(sentence)
         candidates.extend(found)
     return candidates, " ".join(text)
-
-
-def stated(content: str, question: str) -> list[str]:
-    """What a document asserts: its candidates, in order, keeping only the correction of a claim it rejects."""
-    return _asserted(content, question)[0]
 
 
 def read(question: str, contents: Sequence[str]) -> Reading:

@@ -1,0 +1,118 @@
+"""Baseline agents over the HTTP API of a real server, the visible-text reader, and the metrics."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pipeline.schema import TASKS, VISIBLE_COLUMNS
+from reward_api.baselines import AGENTS, Submission, episode_ids, main, random_submissions, reader_submissions
+from reward_api.heuristics import read
+from reward_api.metrics import stats
+from reward_api.scoring import accepted_answers, normalize, score_submission_key
+from tests.reward_api.conftest import truth_key
+
+
+def _view(row: dict) -> dict:
+    return {name: row[name] for name in VISIBLE_COLUMNS}
+
+
+def test_reader_keeps_only_the_corrections_of_rejected_claims():
+    docs = [
+        "A common misconception holds that Lyon is the capital of France. In reality, the capital of France is Paris.",
+        "Contrary to a widespread belief that Marseille is the capital of France, the capital of France is Paris.",
+        "Standard references state that the capital of France is Nice.",
+        "In short, Paris is given as the capital of France. Road and rail links connect France with Europe.",
+    ]
+    reading = read("What is the capital of France?", docs)
+    assert reading.answer == "Paris" and reading.votes == 3
+    assert reading.dissenting == (2,)
+
+
+def test_reader_answers_the_suite_dataset_from_visible_text(rows):
+    episodes = [row for row in rows.values() if row["split"] == "validation"]
+    correct = [
+        normalize(read(row["question"], [d["content"] for d in row["documents"]]).answer)
+        in accepted_answers(row["answer"], row["answer_aliases"])
+        for row in episodes
+    ]
+    assert np.mean(correct) > 0.9
+
+
+def test_reader_agents_see_the_agent_view_only(rows):
+    row = next(iter(rows.values()))
+    submissions = reader_submissions(_view(row))
+    assert set(submissions) == {"majority", "flag_all", "majority_flag_dissent"}
+    assert submissions["majority"].flagged_ids == () and submissions["flag_all"].flagged_ids == tuple(range(8))
+    assert 0 <= submissions["majority"].confidence <= 1
+
+
+def test_random_agent_is_the_original_spec_and_reproducible():
+    ids = np.arange(100, 400, dtype=np.int64)
+    first = random_submissions(ids, seed=3)
+    assert first == random_submissions(ids, seed=3)
+    assert first != random_submissions(ids, seed=4)
+    assert {s.answer for s in first} == {"unknown"} and {s.confidence for s in first} == {0.5}
+    assert {len(s.flagged_ids) for s in first} == {0, 1, 2, 3, 4}
+    assert all(len(set(s.flagged_ids)) == len(s.flagged_ids) and set(s.flagged_ids) <= set(range(8)) for s in first)
+
+
+def test_stats_count_flags_against_the_truth():
+    hidden = {1: {"corrupt_ids": [2, 5], "task": "medium"}, 2: {"corrupt_ids": [0], "task": "easy"}}
+    plays = [
+        (Submission(1, "a", (2, 3), 0.5), {"total": 0.5, "answer_correctness": 0.4}),
+        (Submission(2, "b", (), 0.5), {"total": 0.1, "answer_correctness": 0.0}),
+    ]
+    assert stats(plays, hidden) == {
+        "episodes": 2,
+        "mean_reward": 0.3,
+        "answer_accuracy": 0.5,
+        "flag_precision": 0.5,
+        "flag_recall": round(1 / 3, 4),
+    }
+    assert stats(plays[1:], hidden)["flag_precision"] is None
+
+
+def test_bad_split_or_count_is_refused_by_name(dataset_dir):
+    with pytest.raises(SystemExit, match="splits"):
+        episode_ids(dataset_dir, "dev", 10)
+    with pytest.raises(SystemExit, match="--episodes 100000"):
+        episode_ids(dataset_dir, "validation", 100000)
+
+
+def test_baselines_over_a_running_server(dataset_dir, base_url, rows, tmp_path):
+    out = tmp_path / "baselines.json"
+    assert main(["--data", str(dataset_dir), "--url", base_url, "--episodes", "120", "--out", str(out)]) == 0
+    metrics = json.loads(out.read_text())
+    assert set(metrics["agents"]) == set(AGENTS) and metrics["episodes"] == 120
+    ids = episode_ids(dataset_dir, "validation", 120).tolist()
+    oracle = [
+        score_submission_key(rows[i]["answer"], rows[i]["corrupt_ids"], 1.0, truth_key(rows[i]))["total"] for i in ids
+    ]
+    agents = metrics["agents"]
+    assert agents["oracle"]["all"]["mean_reward"] == round(sum(oracle) / len(oracle), 4)
+    assert agents["oracle"]["all"]["flag_precision"] == agents["oracle"]["all"]["flag_recall"] == 1.0
+    assert agents["random"]["all"]["answer_accuracy"] == 0.0
+    assert agents["majority"]["all"]["flag_precision"] is None and agents["majority"]["all"]["flag_recall"] == 0.0
+    corrupt_share = sum(len(rows[i]["corrupt_ids"]) for i in ids) / (8 * len(ids))
+    assert agents["flag_all"]["all"]["flag_precision"] == round(corrupt_share, 4)
+    assert agents["random"]["all"]["mean_reward"] < agents["majority"]["all"]["mean_reward"]
+    assert agents["majority"]["all"]["mean_reward"] < agents["oracle"]["all"]["mean_reward"]
+    for task, threshold in metrics["success_thresholds"].items():
+        assert task in TASKS
+        assert (
+            agents["majority"]["tasks"][task]["mean_reward"]
+            < threshold
+            < agents["oracle"]["tasks"][task]["mean_reward"]
+        )
+    table = out.with_suffix(".md").read_text()
+    assert table.count("| oracle |") == len(agents["oracle"]["tasks"]) + 1
+
+
+def test_baselines_serve_the_folder_themselves(dataset_dir, tmp_path):
+    """Without --url the script starts `python -m reward_api` on a free loopback port and stops it."""
+    out = tmp_path / "b.json"
+    assert main(["--data", str(dataset_dir), "--episodes", "20", "--split", "test", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["split"] == "test"

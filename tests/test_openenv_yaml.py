@@ -1,0 +1,106 @@
+"""openenv.yaml: the installed `openenv validate` CLI passes on the manifest, and on a real running server.
+
+The CLI runs in-process through its own typer app (the same code as the `openenv` command, without paying
+its start-up twice); the runtime check hits a uvicorn server on a loopback port built by the factory the
+manifest names.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from reward_api.env import ENV_NAME, Backend
+from reward_api.scoring import REWARD_RANGE
+from reward_api.store import EpisodeStore
+from reward_api.tokens import TokenSigner
+from tests.reward_api.conftest import SECRET, serve
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict:
+    return yaml.safe_load((ROOT / "openenv.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def openenv_cli():
+    from openenv.cli.__main__ import app
+
+    def invoke(*args: str):
+        return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+    return invoke
+
+
+def test_manifest_declares_the_served_environment(manifest):
+    assert manifest["spec_version"] == 1
+    assert manifest["name"] == ENV_NAME
+    assert manifest["type"] == "space" and manifest["runtime"] == "fastapi"
+    assert manifest["port"] == 7860
+    assert manifest["description"].strip()
+    assert tuple(manifest["validation"]["reward"]["range"]) == REWARD_RANGE
+    assert (ROOT / manifest["validation"]["capabilities"]["oracle"]["location"]).is_file()
+
+
+def manifest_app(manifest: dict, dataset_dir: Path):
+    """The app built by the factory that `app:` names, serving the suite's dataset."""
+    module, attr = manifest["app"].split(":")
+    store = EpisodeStore(dataset_dir)
+    return getattr(importlib.import_module(module), attr)(
+        Backend(store, TokenSigner(SECRET, store.manifest.params_hash))
+    )
+
+
+def test_app_names_the_server_factory(manifest, dataset_dir):
+    app = manifest_app(manifest, dataset_dir)
+    assert {"/reset", "/step", "/state", "/health", "/score"} <= {route.path for route in app.routes}
+
+
+def test_static_validation_passes(openenv_cli):
+    result = openenv_cli("validate", str(ROOT), "--level", "static", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["verdict"] == "pass"
+    assert [r["status"] for r in report["results"]] == ["pass"]
+
+
+def test_default_validation_has_no_failure(openenv_cli, tmp_path):
+    """Without a container runtime the runtime and semantic checks are skipped (a warning), none fails.
+
+    Runs on a copy of the manifest: this level re-hashes the whole package afterwards, and the working
+    tree (caches, other tests' files) may change meanwhile.
+    """
+    shutil.copy(ROOT / "openenv.yaml", tmp_path / "openenv.yaml")
+    result = openenv_cli("validate", str(tmp_path), "--json")
+    assert result.exit_code == 0, result.output
+    statuses = {r["check_id"]: r["status"] for r in json.loads(result.output)["results"]}
+    assert statuses["static.manifest"] == "pass"
+    assert set(statuses.values()) <= {"pass", "skip"}
+
+
+def test_validation_against_a_running_server(openenv_cli, manifest, dataset_dir):
+    server, thread, url = serve(manifest_app(manifest, dataset_dir))
+    try:
+        result = openenv_cli("validate", "--url", url, "--json")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["passed"] is True
+    assert {c["id"] for c in report["criteria"] if c["passed"]} >= {
+        "health_endpoint",
+        "metadata_endpoint",
+        "schema_endpoint",
+        "mcp_endpoint",
+        "mode_endpoint_consistency",
+    }
+    assert report["mode"] == "simulation"
