@@ -401,38 +401,49 @@ SLOTS = ("s", "v", "d", "q", "label", "Label", "src", "body", "report", "year")
 _LITERALS: dict[str, int] = {"": 0}
 
 
-def _codes(texts: Sequence[str]) -> np.ndarray:
-    """Template texts → rows of piece codes; row 0 is the empty template."""
-    rows = []
-    for text in texts:
-        parts = _FIELD.split(text)
-        rows.append(
+_CODES: list[int] = []  # the piece codes of every compiled template, one after another
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """Template texts as piece codes: row r is _ALL_CODES[offset[r] : offset[r] + length[r]].
+
+    Row 0 is the empty template, which renders nothing.
+    """
+
+    offset: np.ndarray
+    length: np.ndarray
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> Pieces:
+        rows = [[]] + [
             [
                 -1 - SLOTS.index(p) if i % 2 else _LITERALS.setdefault(p, len(_LITERALS))
                 for i, p in enumerate(parts)
                 if p
             ]
-        )
-    out = np.zeros((1 + len(rows), max(map(len, rows))), dtype=np.int32)
-    for i, row in enumerate(rows, start=1):
-        out[i, : len(row)] = row
-    return out
+            for parts in map(_FIELD.split, texts)
+        ]
+        length = np.array([len(row) for row in rows], dtype=np.int64)
+        offset = len(_CODES) + np.r_[0, np.cumsum(length)[:-1]]
+        _CODES.extend(code for row in rows for code in row)
+        return cls(offset, length)
 
 
 @dataclass(frozen=True)
 class Templates:
-    """Template families compiled to piece codes (row 0: the empty template, which renders nothing)."""
+    """Template families: family f holds rows start[f] .. start[f] + count[f] - 1 of `pieces`."""
 
-    codes: np.ndarray
+    pieces: Pieces
     start: np.ndarray
     count: np.ndarray
 
     @classmethod
-    def compile(cls, families: Sequence[Sequence[str]], codes: np.ndarray | None = None) -> Templates:
-        """`codes` replaces the compiled texts (frames compile theirs in parts)."""
+    def compile(cls, families: Sequence[Sequence[str]], pieces: Pieces | None = None) -> Templates:
+        """`pieces` replaces the compiled texts (frames compile theirs in parts)."""
         count = np.array([len(family) for family in families], dtype=np.int64)
         texts = [text for family in families for text in family]
-        return cls(_codes(texts) if codes is None else codes, 1 + np.r_[0, np.cumsum(count)[:-1]], count)
+        return cls(pieces or Pieces.of(texts), 1 + np.r_[0, np.cumsum(count)[:-1]], count)
 
     def pick(self, family: np.ndarray, u: np.ndarray, present: np.ndarray | bool = True) -> np.ndarray:
         """Template row per document: uniform within its family; the empty template where not present."""
@@ -450,10 +461,10 @@ class Templates:
 class Frames:
     """Claim sentences split around their (up to two) clauses: head {clause} middle {clause} tail."""
 
-    head: np.ndarray
-    middle: np.ndarray
-    tail: np.ndarray
-    clauses: np.ndarray  # (1 + frames, 2): the clause fields in order, index into ("", *_CLAUSE_NAMES)
+    head: Pieces
+    middle: Pieces
+    tail: Pieces
+    clauses: np.ndarray  # (1 + frames, 2): the clause fields in order, index into ("", c, C, cd, Cd)
     templates: Templates
 
     @classmethod
@@ -462,11 +473,11 @@ class Frames:
         names = ("", "c", "C", "cd", "Cd")
         clauses = np.zeros((1 + len(split), 2), dtype=np.int64)
         clauses[1:] = [[names.index(parts[1]), names.index(parts[3] if len(parts) > 5 else "")] for parts in split]
-        head = _codes([parts[0] for parts in split])
+        head = Pieces.of([parts[0] for parts in split])
         return cls(
             head=head,
-            middle=_codes([parts[2] for parts in split]),
-            tail=_codes([parts[4] if len(parts) > 5 else "" for parts in split]),
+            middle=Pieces.of([parts[2] for parts in split]),
+            tail=Pieces.of([parts[4] if len(parts) > 5 else "" for parts in split]),
             clauses=clauses,
             templates=Templates.compile(families, head),
         )
@@ -476,22 +487,34 @@ def _capitalized(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _denied(text: str) -> str:
+    return text.replace("{v}", "{d}")
+
+
 _RELATIONS = tuple(RELATION_CLAUSES)
 _FAMILIES = (GENERIC_CLAUSES, OPEN_CLAUSES) + tuple(clauses + GENERIC_CLAUSES for clauses in RELATION_CLAUSES.values())
 OPEN_FAMILY = 1
-# Clause templates twice: as written (embedded after "that"), then capitalised (opening a sentence).
-_CLAUSES = Templates.compile(_FAMILIES + tuple(tuple(map(_capitalized, family)) for family in _FAMILIES))
+# Clause families four times: as written (embedded after "that") and capitalised (opening a sentence), each
+# about the claim {v} and about the denied value {d}; variant = capitalised + 2 * denied.
+_CLAUSES = Templates.compile(
+    [
+        tuple(map(style, family))
+        for style in (str, _capitalized, _denied, lambda t: _denied(_capitalized(t)))
+        for family in _FAMILIES
+    ]
+)
 _FRAMES = Frames.compile(FRAMES)
 _CORROBORATIONS = Templates.compile([CORROBORATIONS])
 _FILLERS = Templates.compile(tuple(FILLERS.values()))
 _TITLES = Templates.compile(tuple(TITLES.values()))
-_SPACE = _LITERALS.setdefault(" ", len(_LITERALS))
+_SEPARATOR = Pieces.of([" "])
 _OPEN_TITLES = tuple(TITLES).index("question")
 _SOURCES = pl.Series([name for names in SOURCES.values() for name in names])
 _SOURCE_GENRE = np.repeat(np.arange(len(SOURCES)), [len(names) for names in SOURCES.values()])
 _BODIES = pl.Series(BODIES)
 _REPORTS = pl.Series(REPORTS)
 _LITERAL_SERIES = pl.Series(list(_LITERALS), dtype=pl.String)
+_ALL_CODES = np.array(_CODES, dtype=np.int64)
 
 
 def topics(relation: pl.Series, names_answer: np.ndarray) -> tuple[np.ndarray, np.ndarray, pl.Series]:
@@ -544,12 +567,12 @@ def render(batch: Batch) -> tuple[pl.Series, pl.Series]:
     }
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, _SOURCE_GENRE[source])
-    title = _concat(stacked, [_TITLES.codes[_TITLES.pick(genre, u[:, U.TITLE])]])
-    return title, _concat(stacked, _content_codes(batch))
+    title = _concat(stacked, [(_TITLES.pieces, _TITLES.pick(genre, u[:, U.TITLE]))])
+    return title, _concat(stacked, _content(batch))
 
 
-def _content_codes(batch: Batch) -> list[np.ndarray]:
-    """Piece codes of every content, block by block: [filler] claim sentence [corroborations] [fillers]."""
+def _content(batch: Batch) -> list[tuple[Pieces, np.ndarray]]:
+    """Every content as segments (template pieces, row per document): [filler] claim [corroborations] [fillers]."""
     u, n = batch.u, len(batch.framing)
     frame = _FRAMES.templates.pick(batch.framing, u[:, U.FRAME])
     sentences = 2 + _index(u[:, U.LENGTH], 3)
@@ -558,45 +581,40 @@ def _content_codes(batch: Batch) -> list[np.ndarray]:
     fillers = sentences - 1 - corroborations
     lead = (u[:, U.LEAD] < 0.5) & (fillers > 0)
     filler = [
-        _FILLERS.codes[_FILLERS.distinct(batch.domain, u[:, U.FILLER_START], u[:, U.FILLER_STEP], j, j < fillers)]
-        for j in range(3)
+        _FILLERS.distinct(batch.domain, u[:, U.FILLER_START], u[:, U.FILLER_STEP], j, j < fillers) for j in range(3)
     ]
-    blocks = [np.where(lead[:, None], filler[0], 0), _spaces(lead), _FRAMES.head[frame]]
-    for position, middle in enumerate((_FRAMES.middle, _FRAMES.tail)):
-        blocks += [_clause(batch, _FRAMES.clauses[frame, position]), middle[frame]]
+    segments = [(_FILLERS.pieces, np.where(lead, filler[0], 0)), _spaces(lead), (_FRAMES.head, frame)]
+    for position, after in enumerate((_FRAMES.middle, _FRAMES.tail)):
+        segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position])), (after, frame)]
     for j in range(2):
         pick = _CORROBORATIONS.distinct(
             np.zeros(n, np.int64), u[:, U.CORROBORATION_START], u[:, U.CORROBORATION_STEP], j, j < corroborations
         )
-        blocks += [_spaces(j < corroborations), _CORROBORATIONS.codes[pick]]
-    blocks += [_spaces(~lead & (fillers > 0)), np.where(lead[:, None], 0, filler[0])]
+        segments += [_spaces(j < corroborations), (_CORROBORATIONS.pieces, pick)]
+    segments += [_spaces(~lead & (fillers > 0)), (_FILLERS.pieces, np.where(lead, 0, filler[0]))]
     for j in (1, 2):
-        blocks += [_spaces(j < fillers), filler[j]]
-    return blocks
+        segments += [_spaces(j < fillers), (_FILLERS.pieces, filler[j])]
+    return segments
 
 
 def _clause(batch: Batch, which: np.ndarray) -> np.ndarray:
-    """Codes of the clause a frame names: 1 c, 2 C (the claim), 3 cd, 4 Cd (the denied value); 0 none."""
-    capital = (which == 2) | (which == 4)
-    denied = which >= 3
-    u = np.where(denied, batch.u[:, U.DECOY_CLAUSE], batch.u[:, U.CLAUSE])
-    codes = _CLAUSES.codes[_CLAUSES.pick(batch.family + capital * len(_FAMILIES), u, which > 0)]
-    return np.where(denied[:, None] & (codes == _slot("v")), _slot("d"), codes)
+    """Row of the clause a frame names: 1 c, 2 C (about the claim), 3 cd, 4 Cd (the denied value); 0 none."""
+    variant = np.isin(which, (2, 4)).astype(np.int64) + 2 * (which >= 3)
+    u = np.where(which >= 3, batch.u[:, U.DECOY_CLAUSE], batch.u[:, U.CLAUSE])
+    return _CLAUSES.pick(batch.family + variant * len(_FAMILIES), u, which > 0)
 
 
-def _slot(name: str) -> int:
-    return -1 - SLOTS.index(name)
+def _spaces(present: np.ndarray) -> tuple[Pieces, np.ndarray]:
+    return _SEPARATOR, present.astype(np.int64)
 
 
-def _spaces(present: np.ndarray) -> np.ndarray:
-    return np.where(present, _SPACE, 0)[:, None]
-
-
-def _concat(stacked: pl.Series, blocks: Sequence[np.ndarray]) -> pl.Series:
-    """One string per row from its piece codes: one gather of the non-empty pieces, then one join per row."""
-    codes = np.concatenate(blocks, axis=1)
-    present = codes != 0
-    codes, counts = codes[present], present.sum(axis=1)
+def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -> pl.Series:
+    """One string per document from its segments: the pieces laid out flat, one gather, one join per row."""
+    lengths = np.stack([pieces.length[rows] for pieces, rows in segments], axis=1).ravel()
+    offsets = np.stack([pieces.offset[rows] for pieces, rows in segments], axis=1).ravel()
+    within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    codes = _ALL_CODES[np.repeat(offsets, lengths) + within]
+    counts = lengths.reshape(-1, len(segments)).sum(axis=1)
     n = len(counts)
     base = np.r_[len(_LITERAL_SERIES) + np.arange(len(SLOTS))[::-1] * n, np.arange(len(_LITERAL_SERIES))]
     index = base[codes + len(SLOTS)] + (codes < 0) * np.repeat(np.arange(n), counts)
