@@ -90,14 +90,17 @@ def truth(root: Path, split: str, ids: np.ndarray) -> dict[int, dict]:
 
 
 def episode_ids(root: Path, split: str, episodes: int) -> np.ndarray:
-    """The first `episodes` ids of a split: ids are independent draws, so any range is a random sample."""
+    """The first `episodes` ids of a split (all of it when smaller): ids are independent draws, so any range is a
+    random sample."""
     splits = read_manifest(root).splits
     if split not in splits:
         raise SystemExit(f"--split {split!r}: the dataset has splits {sorted(splits)}")
+    if episodes < 1:
+        raise SystemExit(f"--episodes must be at least 1, got {episodes}")
     info = splits[split]
-    if not 0 < episodes <= info.num_rows:
-        raise SystemExit(f"--episodes {episodes}: split {split!r} has {info.num_rows} episodes")
-    return np.arange(info.first_id, info.first_id + episodes, dtype=np.int64)
+    if episodes > info.num_rows:
+        log.info("split %s has %d episodes; playing all of them", split, info.num_rows)
+    return np.arange(info.first_id, info.first_id + min(episodes, info.num_rows), dtype=np.int64)
 
 
 def _post(client: httpx.Client, path: str, body: dict) -> dict:
@@ -159,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="dataset folder (truth for the oracle and metrics)")
     parser.add_argument("--url", help="play against this running server (default: serve --data on a free port)")
     parser.add_argument("--split", default="validation")
-    parser.add_argument("--episodes", type=int, default=1000)
+    parser.add_argument("--episodes", type=int, default=1000, help="first N episodes of the split (at most all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random agent")
     parser.add_argument("--out", type=Path, default=Path("data/metrics/baselines.json"))
     parser.add_argument("--table", type=Path, help="markdown table (default: --out with .md)")

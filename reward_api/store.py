@@ -22,12 +22,12 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from pipeline.schema import EPISODE_SCHEMA, SCHEMA_VERSION, TASKS, VISIBLE_COLUMNS, Manifest, ShardInfo
+from reward_api.keys import KEY_COLUMNS, KeyIndex
 from reward_api.scoring import REWARD_VERSION, EpisodeKey
 
 log = logging.getLogger(__name__)
 
 MANIFEST_NAME = "manifest.json"
-KEY_COLUMNS = ("answer", "answer_aliases", "corrupt_ids", "max_budget")
 DEFAULT_CACHE_MB = 64
 DEFAULT_CACHE_KEYS = 16384
 
@@ -118,7 +118,13 @@ def open_shard(root: Path, info: ShardInfo, row_group_rows: int) -> pq.ParquetFi
 class EpisodeStore:
     """Read-only access to one dataset folder; safe to share between threads."""
 
-    def __init__(self, root: Path, cache_mb: float = DEFAULT_CACHE_MB, cache_keys: int = DEFAULT_CACHE_KEYS):
+    def __init__(
+        self,
+        root: Path,
+        cache_mb: float = DEFAULT_CACHE_MB,
+        cache_keys: int = DEFAULT_CACHE_KEYS,
+        preload_keys: bool = True,
+    ):
         self.root = Path(root)
         self.manifest = read_manifest(self.root)
         self.shards = sorted(self.manifest.shards, key=lambda s: s.first_id)
@@ -129,6 +135,9 @@ class EpisodeStore:
         self._groups = _Lru(int(cache_mb * 2**20), weigh=lambda table: table.nbytes)
         self._keys = _Lru(cache_keys)
         self._task_ids: dict[tuple[str, str], np.ndarray] = {}
+        self.key_index = KeyIndex([self.root / s.path for s in self.shards], [f.metadata for f in self._files])
+        if preload_keys:
+            self.key_index.start()
         log.info("serving %d episodes from %d shards in %s", self.num_episodes, len(self.shards), self.root)
 
     def locate(self, episode_id: int) -> Location:
@@ -166,7 +175,7 @@ class EpisodeStore:
         loc = self.locate(episode_id)
 
         def load() -> EpisodeKey:
-            row = self._row(loc, KEY_COLUMNS)
+            row = self.key_index.row(loc.shard, episode_id - self._starts[loc.shard]) or self._row(loc, KEY_COLUMNS)
             return EpisodeKey.from_row(row["answer"], row["answer_aliases"], row["corrupt_ids"], row["max_budget"])
 
         with self._lock:

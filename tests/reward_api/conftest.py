@@ -41,6 +41,7 @@ def truth_key(row: dict) -> EpisodeKey:
 @pytest.fixture(scope="session")
 def backend(served_dir) -> Backend:
     store = EpisodeStore(served_dir, cache_mb=0.5)
+    assert store.key_index.ready.wait(60)
     return Backend(store, TokenSigner(SECRET, store.manifest.params_hash))
 
 

@@ -12,6 +12,7 @@ from reward_api.baselines import AGENTS, Submission, episode_ids, main, random_s
 from reward_api.heuristics import read
 from reward_api.metrics import stats
 from reward_api.scoring import accepted_answers, normalize, score_submission_key
+from tests.conftest import SMALL_EPISODES
 from tests.reward_api.conftest import truth_key
 
 
@@ -78,8 +79,10 @@ def test_stats_count_flags_against_the_truth():
 def test_bad_split_or_count_is_refused_by_name(dataset_dir):
     with pytest.raises(SystemExit, match="splits"):
         episode_ids(dataset_dir, "dev", 10)
-    with pytest.raises(SystemExit, match="--episodes 100000"):
-        episode_ids(dataset_dir, "validation", 100000)
+    with pytest.raises(SystemExit, match="--episodes must be at least 1"):
+        episode_ids(dataset_dir, "validation", 0)
+    whole = episode_ids(dataset_dir, "validation", 10**6)
+    assert whole.tolist() == list(range(SMALL_EPISODES.train, SMALL_EPISODES.train + SMALL_EPISODES.validation))
 
 
 def test_baselines_over_a_running_server(dataset_dir, base_url, rows, tmp_path):

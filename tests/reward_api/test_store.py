@@ -48,6 +48,15 @@ def test_keys_match_the_hidden_columns(backend, rows):
         assert key == truth_key(rows[episode_id])
 
 
+def test_keys_from_row_groups_equal_the_preloaded_ones(served_dir, backend, rows):
+    """Before the background preload has a shard, keys come from its row groups: the same keys."""
+    cold = EpisodeStore(served_dir, preload_keys=False)
+    assert not cold.key_index.ready.is_set()
+    sample = sorted(rows)[::37]
+    assert cold.keys(sample) == backend.store.keys(sample) == {i: truth_key(rows[i]) for i in sample}
+    assert all(backend.store.key_index.row(shard, 0) is not None for shard in range(len(backend.store.shards)))
+
+
 def test_cache_stays_bounded(backend):
     for episode_id in range(0, 170, 3):
         backend.store.view(episode_id)

@@ -1,0 +1,196 @@
+"""Inference: an OpenAI-compatible model plays ContextCorruption episodes through the reward server.
+
+`python -m reward_api.inference [--url URL] [--tasks easy,hard] [--episodes 1] [--split test] [--seed 0] [--heuristic]`
+
+The model is reached with the `openai` client: API_BASE_URL (default the Hugging Face router), MODEL_NAME and
+HF_TOKEN (the API key). `--heuristic` plays the majority-vote reader instead (`heuristics.read`: flag the
+documents that do not state the majority answer, then submit it) and needs no key. Each episode starts with
+POST /reset (a seed, the split and the task) and every action goes to POST /step with the state token.
+Stdout carries exactly the lines OpenEnv evaluators read, one [START], a [STEP] per action, one [END]:
+
+    [START] task=<task> env=<env name> model=<model>
+    [STEP] step=<n> action=<action> reward=<0.00> done=<true|false> error=<msg|null>
+    [END] success=<true|false> steps=<n> score=<score> rewards=<r1,r2,...>
+
+`score` is the episode's reward; `success` means it reached the task's threshold from GET /tasks. A reply
+that is not a valid action, or an action the server refuses, is a [STEP] with its error and no budget spent;
+a model that has not submitted after the budget plus a few retries submits an empty answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+
+import httpx
+
+from reward_api.heuristics import read
+
+DEFAULT_API_BASE_URL = "https://router.huggingface.co/v1"
+DEFAULT_MODEL = "Qwen/Qwen2.5-72B-Instruct"
+EXTRA_TURNS = 3  # invalid replies tolerated beyond the budget before the episode is closed
+SYSTEM_PROMPT = """You answer a question from 8 retrieved documents; some documents are deliberately corrupted.
+Reply with exactly one JSON action per turn, nothing else:
+  {"action_type": "flag_suspicious", "doc_id": <0-7>}   mark a document as corrupted
+  {"action_type": "unflag_doc", "doc_id": <0-7>}        take a flag back
+  {"action_type": "read_doc", "doc_id": <0-7>}          look at a document again
+  {"action_type": "submit_answer", "answer": "<short answer>", "confidence": <0.0-1.0>}   ends the episode
+Every action costs 1 of the budget. Reward: +0.4 for the right answer, +0.3 for finding all corrupted
+documents, -0.1 per wrongly flagged one, +0.1 x confidence when right but -0.2 x confidence when wrong, and a
+small bonus for budget left. Flag the corrupted documents first, then submit."""
+
+Policy = Callable[[dict], str]  # observation -> the reply text of the next action
+
+
+def describe(observation: dict) -> str:
+    """The observation as the model reads it: question, documents, flags and budget."""
+    docs = "\n".join(
+        f"[{d['doc_id']}]{' (flagged)' if d['is_flagged'] else ''} {d['title']}\n{d['content']}"
+        for d in observation["documents"]
+    )
+    return (
+        f"Question: {observation['question']}\n\nDocuments:\n{docs}\n\n"
+        f"Flagged: {observation['flagged_ids']}. Budget left: {observation['budget_remaining']}. "
+        f"Last: {observation['message']}"
+    )
+
+
+def parse_action(reply: str) -> dict:
+    """The first JSON object in a reply; ValueError saying what is wrong otherwise."""
+    match = re.search(r"\{.*?\}", reply, re.S)
+    if match is None:
+        raise ValueError("no JSON action in the reply")
+    try:
+        action = json.loads(match.group())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"unreadable JSON action: {exc.msg}") from exc
+    if not isinstance(action, dict) or "action_type" not in action:
+        raise ValueError("the JSON action has no action_type")
+    return action
+
+
+def show(action: dict) -> str:
+    """One-line action for the [STEP] line: name(arguments)."""
+    args = ",".join(f"{k}={json.dumps(v)}" for k, v in action.items() if k not in ("action_type", "state_token"))
+    return f"{action.get('action_type')}({args})"
+
+
+def heuristic_policy() -> Policy:
+    """Flag each document that does not state the majority answer, then submit it with its vote share."""
+
+    def next_reply(observation: dict) -> str:
+        docs = observation["documents"]
+        reading = read(observation["question"], [d["content"] for d in docs])
+        pending = [i for i in reading.dissenting if i not in observation["flagged_ids"]]
+        if pending and observation["budget_remaining"] > 1:
+            return json.dumps({"action_type": "flag_suspicious", "doc_id": pending[0]})
+        confidence = round(reading.votes / len(docs), 2)
+        return json.dumps({"action_type": "submit_answer", "answer": reading.answer, "confidence": confidence})
+
+    return next_reply
+
+
+def model_policy(client, model: str) -> Policy:
+    """A chat with the model: the documents once, then what each action did."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+
+    def next_reply(observation: dict) -> str:
+        first = len(messages) == 1
+        status = (
+            f"{observation['message']}. Flagged: {observation['flagged_ids']}. "
+            f"Budget left: {observation['budget_remaining']}."
+        )
+        messages.append({"role": "user", "content": describe(observation) if first else status})
+        response = client.chat.completions.create(model=model, messages=messages, temperature=0.0, max_tokens=200)
+        reply = response.choices[0].message.content or ""
+        messages.append({"role": "assistant", "content": reply})
+        return reply
+
+    return next_reply
+
+
+def _observed(result: dict) -> dict:
+    """OpenEnv's reset/step answer as one observation: its fields, plus the episode's reward and done."""
+    return {**result["observation"], "reward": result["reward"], "done": result["done"]}
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+def play_episode(env: httpx.Client, policy: Policy, reset: dict, threshold: float, label: dict) -> float:
+    """One episode, printing [START], a [STEP] per action and [END]; returns the episode's reward."""
+    print(f"[START] task={label['task']} env={label['env']} model={label['model']}", flush=True)
+    observation = _observed(env.post("/reset", json=reset).raise_for_status().json())
+    rewards: list[float] = []
+    turns = observation["budget_remaining"] + EXTRA_TURNS
+    while not observation["done"]:
+        try:
+            action = parse_action(policy(observation)) if len(rewards) < turns else None
+        except ValueError as exc:
+            rewards.append(0.0)
+            print(f"[STEP] step={len(rewards)} action=invalid reward=0.00 done=false error={_one_line(str(exc))}")
+            continue
+        if action is None:  # out of turns: close the episode as the budget rule would
+            action = {"action_type": "submit_answer", "answer": "", "confidence": 0.0}
+        response = env.post("/step", json={"action": {**action, "state_token": observation["state_token"]}})
+        error = None if response.status_code == 200 else _one_line(str(response.json().get("detail")))
+        if error is None:
+            observation = _observed(response.json())
+        reward = float(observation["reward"] or 0.0) if error is None else 0.0
+        rewards.append(reward)
+        done = error is None and observation["done"]
+        print(
+            f"[STEP] step={len(rewards)} action={show(action)} reward={reward:.2f} done={_flag(done)} "
+            f"error={error or 'null'}",
+            flush=True,
+        )
+    score = rewards[-1]
+    listed = ",".join(f"{r:.2f}" for r in rewards)
+    print(f"[END] success={_flag(score >= threshold)} steps={len(rewards)} score={score:.2f} rewards={listed}")
+    return score
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reward_api.inference", description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default=os.environ.get("ENV_URL", "http://127.0.0.1:7860"), help="reward server")
+    parser.add_argument("--tasks", help="comma-separated tasks (default: every task GET /tasks lists)")
+    parser.add_argument("--episodes", type=int, default=1, help="episodes per task")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--seed", type=int, default=0, help="episode i of a task is POST /reset with seed + i")
+    parser.add_argument("--heuristic", action="store_true", help="play the majority-vote reader; no model needed")
+    args = parser.parse_args(argv)
+    model = "heuristic" if args.heuristic else os.environ.get("MODEL_NAME", DEFAULT_MODEL)
+    with httpx.Client(base_url=args.url.rstrip("/"), timeout=120) as env:
+        thresholds = {t["name"]: t["success_threshold"] for t in env.get("/tasks").raise_for_status().json()}
+        env_name = env.get("/metadata").raise_for_status().json()["name"]
+        tasks = args.tasks.split(",") if args.tasks else list(thresholds)
+        unknown = sorted(set(tasks) - set(thresholds))
+        if unknown:
+            raise SystemExit(f"--tasks: unknown {unknown}; the server has {list(thresholds)}")
+        client = None
+        if not args.heuristic:
+            from openai import OpenAI
+
+            token = os.environ.get("HF_TOKEN") or os.environ.get("API_KEY")
+            if not token:
+                raise SystemExit("set HF_TOKEN (the API key of API_BASE_URL), or use --heuristic")
+            client = OpenAI(base_url=os.environ.get("API_BASE_URL", DEFAULT_API_BASE_URL), api_key=token)
+        for task in tasks:
+            for i in range(args.episodes):
+                policy = heuristic_policy() if client is None else model_policy(client, model)
+                reset = {"seed": args.seed + i, "split": args.split, "task": task}
+                play_episode(env, policy, reset, thresholds[task], {"task": task, "env": env_name, "model": model})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

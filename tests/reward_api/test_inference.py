@@ -1,0 +1,159 @@
+"""The inference script against a real server: its LLM path through a loopback chat-completions stand-in
+(scripted replies, the real `openai` client), and its heuristic mode, checking the exact evaluator lines."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from reward_api.env import ENV_NAME, seeded_episode
+from reward_api.inference import main, parse_action
+from reward_api.scoring import score_key
+from tests.reward_api.conftest import truth_key
+
+ROOT = Path(__file__).resolve().parents[2]
+START = re.compile(r"^\[START\] task=(\w+) env=(\S+) model=(\S+)$")
+STEP = re.compile(r"^\[STEP\] step=(\d+) action=(.+) reward=(-?\d+\.\d\d) done=(true|false) error=(.+)$")
+END = re.compile(r"^\[END\] success=(true|false) steps=(\d+) score=(-?\d+\.\d\d) rewards=((?:-?\d+\.\d\d,?)+)$")
+
+
+class ChatStandIn:
+    """POST /v1/chat/completions on 127.0.0.1, answering scripted replies in order and recording requests."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies, self.requests = list(replies), []
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                stand_in.requests.append((self.path, self.headers.get("authorization"), body))
+                content = stand_in.replies.pop(0)
+                payload = json.dumps(
+                    {
+                        "id": f"chatcmpl-{len(stand_in.requests)}",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": content},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def lines_of(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("[")]
+
+
+def test_parse_action_explains_bad_replies():
+    assert parse_action('Sure! {"action_type": "read_doc", "doc_id": 2} done') == {
+        "action_type": "read_doc",
+        "doc_id": 2,
+    }
+    for reply, message in [("no idea", "no JSON"), ("{'a': 1}", "unreadable"), ('{"doc_id": 1}', "action_type")]:
+        with pytest.raises(ValueError, match=message):
+            parse_action(reply)
+
+
+def test_model_path_prints_the_evaluator_lines(base_url, backend, rows, monkeypatch, capsys):
+    episode_id = seeded_episode(backend.store, 5, "test", "medium")
+    row = rows[episode_id]
+    corrupt = sorted(row["corrupt_ids"])
+    replies = [
+        "Let me think about it.",  # not an action: an error step, no budget spent
+        json.dumps({"action_type": "flag_suspicious", "doc_id": 9}),  # refused by the server (422)
+        json.dumps({"action_type": "flag_suspicious", "doc_id": corrupt[0]}),
+        f'I am fairly sure. {{"action_type": "submit_answer", "answer": {json.dumps(row["answer"])}, "confidence": 0.9}}',
+    ]
+    chat = ChatStandIn(replies)
+    monkeypatch.setenv("API_BASE_URL", chat.url)
+    monkeypatch.setenv("MODEL_NAME", "test-model")
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    try:
+        assert main(["--url", base_url, "--tasks", "medium", "--split", "test", "--seed", "5"]) == 0
+    finally:
+        chat.close()
+    out = lines_of(capsys.readouterr().out)
+    assert START.match(out[0]).groups() == ("medium", ENV_NAME, "test-model")
+    steps = [STEP.match(line).groups() for line in out[1:-1]]
+    assert [s[0] for s in steps] == ["1", "2", "3", "4"]
+    assert steps[0][1] == "invalid" and "no JSON" in steps[0][4]
+    assert steps[1][1] == "flag_suspicious(doc_id=9)" and steps[1][4] != "null"
+    assert steps[2] == ("3", f"flag_suspicious(doc_id={corrupt[0]})", "0.00", "false", "null")
+    expected = score_key(row["answer"], frozenset(corrupt[:1]), 0.9, 2, truth_key(row))["total"]
+    assert steps[3][2:] == (f"{expected:.2f}", "true", "null")
+    success, count, score, rewards = END.match(out[-1]).groups()
+    threshold = {t["name"]: t["success_threshold"] for t in httpx.get(f"{base_url}/tasks").json()}["medium"]
+    assert (success, count, score) == (str(expected >= threshold).lower(), "4", f"{expected:.2f}")
+    assert rewards == f"0.00,0.00,0.00,{expected:.2f}"
+    paths, auths, bodies = zip(*chat.requests, strict=True)
+    assert set(paths) == {"/v1/chat/completions"} and set(auths) == {"Bearer hf_test_token"}
+    assert {b["model"] for b in bodies} == {"test-model"}
+    assert row["question"] in bodies[0]["messages"][1]["content"]
+    assert all(row["answer"] not in m["content"] for m in bodies[0]["messages"])  # the model never sees the truth
+
+
+def test_model_that_never_submits_is_closed_with_an_empty_answer(base_url, monkeypatch, capsys):
+    chat = ChatStandIn([json.dumps({"action_type": "read_doc", "doc_id": 0})] * 12)
+    monkeypatch.setenv("API_BASE_URL", chat.url)
+    monkeypatch.setenv("HF_TOKEN", "k")
+    try:
+        main(["--url", base_url, "--tasks", "easy", "--split", "validation"])
+    finally:
+        chat.close()
+    out = lines_of(capsys.readouterr().out)
+    assert len(out) == 14 and STEP.match(out[-2]).group(4) == "true"  # the 12th read uses up the budget
+    assert END.match(out[-1]).group(2) == "12"
+
+
+def test_heuristic_mode_needs_no_key(base_url):
+    result = subprocess.run(
+        [sys.executable, "-m", "reward_api.inference", "--heuristic", "--url", base_url, "--episodes", "2"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    out = lines_of(result.stdout)
+    assert len(out) == len(result.stdout.splitlines())  # nothing else on stdout
+    starts = [i for i, line in enumerate(out) if line.startswith("[START]")]
+    assert [START.match(out[i]).group(1) for i in starts] == ["easy", "easy", "medium", "medium", "hard", "hard"] + [
+        "adversarial"
+    ] * 2
+    for begin, end in zip(starts, [*starts[1:], len(out)], strict=True):
+        steps = [STEP.match(line) for line in out[begin + 1 : end - 1]]
+        assert all(steps) and [s.group(5) for s in steps] == ["null"] * len(steps)
+        success, count, score, rewards = END.match(out[end - 1]).groups()
+        assert int(count) == len(steps) and rewards.split(",")[-1] == score == steps[-1].group(3)
