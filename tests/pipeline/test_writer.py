@@ -23,7 +23,15 @@ from pipeline.schema import (
     Manifest,
     SplitInfo,
 )
-from pipeline.writer import MANIFEST_NAME, ShardPlan, plan_shards, staging, write_manifest, write_shard
+from pipeline.writer import (
+    DICTIONARY_COLUMNS,
+    MANIFEST_NAME,
+    ShardPlan,
+    plan_shards,
+    staging,
+    write_manifest,
+    write_shard,
+)
 
 ANSWERS = [
     ("1887", ["1,887"], "year", "synthetic", ["1852", "1901", "1794", "1923"]),
@@ -210,3 +218,15 @@ def test_staging_removes_stale_temp_folders(tmp_path):
     with staging(out) as stage:
         assert list(stage.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
+
+
+def test_dictionary_encoding_only_on_repeating_columns(tmp_path):
+    plan = ShardPlan("train", 0, 1, 0, 8)
+    write_shard(episode_table(plan), tmp_path, plan, row_group_rows=8)
+    group = pq.ParquetFile(tmp_path / plan.path).metadata.row_group(0)
+    encoded = {
+        group.column(i).path_in_schema
+        for i in range(group.num_columns)
+        if group.column(i).dictionary_page_offset is not None
+    }
+    assert encoded == set(DICTIONARY_COLUMNS)
