@@ -55,14 +55,15 @@ class Slot(IntEnum):
     FACT = 2
     POSITIONS = 3
     CLAIM_PICK = 4  # sub: round * 4 + rank
-    CLAIM_SHAPE = 5
+    CLAIM_SHAPE = 5  # same subs as CLAIM_PICK
     COPY = 6
     DECOY_PICK = 7  # sub: round * NUM_DOCS + document
-    DECOY_SHAPE = 8
+    DECOY_SHAPE = 8  # same subs as DECOY_PICK
     STYLE = 9  # sub: document * STYLE_WORDS + word
 
 
 STYLE_WORDS = -(-len(documents.U) // 4)  # four 16-bit draws per 64-bit word
+_CLAIM, _DECOY = (Slot.CLAIM_PICK, Slot.CLAIM_SHAPE), (Slot.DECOY_PICK, Slot.DECOY_SHAPE)
 COHERENT_COPY_RATE = 0.5  # how often a coherent fabrication repeats an earlier corrupt document's claim
 
 
@@ -79,6 +80,7 @@ class SplitFacts:
 
 
 def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
+    """Everything generation needs from the facts of `split` (FACT_SCHEMA table with every split)."""
     table = pl.from_arrow(facts).filter(pl.col("split") == split).sort("fact_id")
     if table.is_empty():
         raise ValueError(f"the facts table has no fact in split {split!r}; episodes need at least one")
@@ -106,14 +108,14 @@ def _units(words: np.ndarray, count: int) -> np.ndarray:
     return fields[..., :count] * (1.0 / 65536.0)
 
 
-def _claim_draws(seed: int, ids: np.ndarray, subs: np.ndarray, pick: Slot) -> np.ndarray:
+def _claim_draws(seed: int, ids: np.ndarray, subs: np.ndarray, slots: tuple[Slot, Slot]) -> np.ndarray:
     """The (n, corruption.U_COLUMNS) draws of a wrong claim: a 53-bit pick, then two 16-bit shape draws."""
+    pick, shape = slots
     out = np.empty((len(ids), corruption.U_COLUMNS))
     for sub in np.unique(subs):
         at = subs == sub
-        word = bits(seed, ids[at], pick, int(sub))
-        out[at, 0] = (word >> np.uint64(11)).astype(np.float64) / 2.0**53
-        out[at, 1:] = _units(bits(seed, ids[at], pick + 1, int(sub)), 2)
+        out[at, 0] = (bits(seed, ids[at], pick, int(sub)) >> np.uint64(11)).astype(np.float64) / 2.0**53
+        out[at, 1:] = _units(bits(seed, ids[at], shape, int(sub)), 2)
     return out
 
 
@@ -137,7 +139,7 @@ def _rank_claims(ctx: SplitFacts, seed: int, ids: np.ndarray, k: np.ndarray, fac
             fact[rows],
             np.full(len(rows), level),
             lambda items, round_, rows=rows, rank=rank: _claim_draws(
-                seed, ids[rows[items]], np.full(len(items), rank + round_ * len(CORRUPTION_LEVELS)), Slot.CLAIM_PICK
+                seed, ids[rows[items]], np.full(len(items), rank + round_ * len(CORRUPTION_LEVELS)), _CLAIM
             ),
             [earlier[rows] for earlier in keys[:rank]],
         )
@@ -160,12 +162,12 @@ def _copy_earlier(seed, ids, rows, values, key, claims, keys) -> tuple[pl.Series
 
 
 def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
+    """Episodes `ids` from a prepared split: draws per episode, claims per corrupt rank, then documents."""
     n = len(ids)
     k = integers(seed, ids, Slot.TASK, len(TASKS)) + 1
     fact = integers(seed, ids, Slot.FACT, ctx.table.num_rows)
-    rank = np.argsort(
-        permutations(seed, ids, Slot.POSITIONS, NUM_DOCS), axis=1
-    )  # rank of the document at each position
+    # The document at position p has rank[p] in a random order; ranks below k are the corrupt ones.
+    rank = np.argsort(permutations(seed, ids, Slot.POSITIONS, NUM_DOCS), axis=1)
     corrupt = rank < k[:, None]
     claims, keys, kinds = _rank_claims(ctx, seed, ids, k, fact)
 
@@ -211,13 +213,12 @@ def _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim_ke
         fact[episode[rows]],
         np.full(len(rows), corruption.NUMBER),
         lambda items, round_: _claim_draws(
-            seed, ids[episode[rows[items]]], doc[rows[items]] + round_ * NUM_DOCS, Slot.DECOY_PICK
+            seed, ids[episode[rows[items]]], doc[rows[items]] + round_ * NUM_DOCS, _DECOY
         ),
         [claim_key[rows]],
     )
     inversions = np.flatnonzero(level == corruption.INVERSION)
-    spread = _spread(pl.concat([values, answer.gather(episode[inversions])]), np.r_[rows, inversions], len(level))
-    return spread
+    return _spread(pl.concat([values, answer.gather(episode[inversions])]), np.r_[rows, inversions], len(level))
 
 
 def _table(ctx, ids, k, fact, corrupt, applied, title, content, claim) -> pa.Table:
@@ -235,7 +236,7 @@ def _table(ctx, ids, k, fact, corrupt, applied, title, content, claim) -> pa.Tab
     corrupt_offsets = pa.array(np.r_[0, np.cumsum(k)].astype(np.int32))
     columns = {
         "episode_id": pa.array(ids, pa.int64()),
-        "split": pa.array([ctx.split] * n, pa.string()),
+        "split": pa.array([ctx.split]).take(np.zeros(n, dtype=np.int64)),
         "task": pa.array(TASKS).take(pa.array(k - 1)),
         "question": facts["question"],
         "documents": pa.ListArray.from_arrays(per_doc, docs, type=EPISODE_SCHEMA.field("documents").type),
@@ -268,7 +269,7 @@ def _table(ctx, ids, k, fact, corrupt, applied, title, content, claim) -> pa.Tab
 # --- The stage: shards over a process pool -----------------------------------------------------------------
 
 FACTS_FILE = "facts.parquet"
-CHUNK_ROWS = 16384  # episodes generated at once inside a shard: bounds the working set
+CHUNK_ROWS = 8192  # episodes generated at once inside a shard: bounds the working set (~100 MB)
 _WORKER: dict = {}
 
 
