@@ -1,0 +1,248 @@
+"""Build benchmark: the project's pipeline beside a literal generator and the Parquet write floor, in one run.
+
+    .venv/bin/python benchmarks/build.py                         # 100k episodes and the params.yaml size
+    .venv/bin/python benchmarks/build.py --episodes 100000        # one size only
+    .venv/bin/python benchmarks/build.py --literal-seconds 25 --out benchmarks/results/build.json
+
+Ours: facts → episodes → validate through the real stage functions at params.yaml settings, the split counts
+scaled to the requested total. Literal: benchmarks/literal.py (random + Faker per document, dicts → Arrow) on a
+sample sized to run about `--literal-seconds`, written with the same shard writer. Floor: our shards read back as
+ready Arrow tables and written again with the same writer (pipeline.writer.write_shard). Each measurement runs in
+its own child process, so its peak RSS (summed over the child's process tree, sampled every 50 ms) and CPU seconds
+(getrusage of children) are its own. Ratios come from one run because the machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: `benchmarks.literal` and `pipeline` from this checkout
+
+from pipeline.params import EpisodesParams, FactsParams, read_params, section, seed  # noqa: E402
+
+TARGETS = {
+    "ours_vs_literal_per_core_min": 50.0,
+    "ours_vs_floor_max": 3.0,
+    "default_wall_s_max": 60.0,
+    "peak_rss_bytes_max": 2 * 1024**3,
+}
+
+
+def scaled(params: EpisodesParams, total: int) -> EpisodesParams:
+    """The params.yaml episode counts scaled to `total`, keeping the split proportions."""
+    counts = params.counts()
+    held_out = {
+        split: max(1, round(n * total / sum(counts.values()))) for split, n in counts.items() if split != "train"
+    }
+    return params.model_copy(update={"train": total - sum(held_out.values()), **held_out})
+
+
+def child_ours(work: Path, total: int) -> dict:
+    from pipeline.episodes import build_episodes
+    from pipeline.facts import build_facts, write_facts
+    from pipeline.validate import validate, violation_message
+
+    data = read_params(ROOT / "params.yaml")
+    build_seed, stages = seed(data), {}
+    start = time.perf_counter()
+    write_facts(build_facts(section(data, "facts", FactsParams), build_seed), work / "facts")
+    stages["facts"] = time.perf_counter() - start
+    params = scaled(section(data, "episodes", EpisodesParams), total)
+    manifest = build_episodes(work / "facts", work / "episodes", params, build_seed)
+    stages["episodes"] = time.perf_counter() - start - stages["facts"]
+    metrics = validate(work / "episodes")
+    stages["validate"] = time.perf_counter() - start - stages["facts"] - stages["episodes"]
+    if message := violation_message(metrics):
+        raise SystemExit(message)
+    size = sum(shard.bytes for shard in manifest.shards)
+    return {"episodes": total, "workers": params.workers, "stages_s": stages, "bytes": size}
+
+
+def child_literal(work: Path, seconds: float) -> dict:
+    import random
+
+    import pyarrow.parquet as pq
+
+    from benchmarks.literal import fake, generate_episodes
+    from pipeline.writer import ShardPlan, write_shard
+
+    facts = pq.read_table(work / "facts" / "facts.parquet").to_pylist()
+    random.seed(0)
+    fake.seed_instance(0)
+    start = time.perf_counter()
+    generate_episodes(facts, 0, 300)
+    count = max(300, int(300 * seconds / (time.perf_counter() - start)))
+    start, cpu = time.perf_counter(), time.process_time()
+    table = generate_episodes(facts, 0, count)
+    generated = time.perf_counter()
+    info = write_shard(table, work / "literal", ShardPlan("train", 0, 1, 0, count), 256)
+    return {
+        "episodes": count,
+        "generate_s": generated - start,
+        "write_s": time.perf_counter() - generated,
+        "timed_cpu_s": time.process_time() - cpu,
+        "bytes": info.bytes,
+    }
+
+
+def child_floor(work: Path) -> dict:
+    import pyarrow.parquet as pq
+
+    from pipeline.validate import read_manifest
+    from pipeline.writer import ShardPlan, write_shard
+
+    manifest, write_s, cpu = read_manifest(work / "episodes"), 0.0, 0.0
+    for shard in manifest.shards:
+        table = pq.read_table(work / "episodes" / shard.path)  # ready columns: not timed
+        name = Path(shard.path).stem.split("-")
+        plan = ShardPlan(shard.split, int(name[1]), int(name[3]), shard.first_id, shard.num_rows)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        write_shard(table, work / "floor", plan, manifest.row_group_rows)
+        write_s, cpu = write_s + time.perf_counter() - start, cpu + time.process_time() - cpu_start
+    size = sum(path.stat().st_size for path in (work / "floor").rglob("*.parquet"))
+    episodes = sum(s.num_rows for s in manifest.shards)
+    return {"episodes": episodes, "write_s": write_s, "timed_cpu_s": cpu, "bytes": size}
+
+
+def measure(mode: str, work: Path, *extra: str) -> dict:
+    """Run one child; add its wall seconds, CPU seconds and peak RSS of its whole process tree."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", mode, "--work", str(work), *extra], stdout=subprocess.PIPE, text=True
+    )
+    peak, done = 0, threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        with_tree = psutil.Process(proc.pid)
+        while not done.wait(0.05):
+            try:
+                procs = [with_tree, *with_tree.children(recursive=True)]
+                peak = max(peak, sum(p.memory_info().rss for p in procs))
+            except psutil.Error:
+                continue
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    if proc.returncode:
+        raise SystemExit(f"benchmark child {mode} failed with exit status {proc.returncode}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {**json.loads(out.strip().splitlines()[-1]), "wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": peak}
+
+
+def run(sizes: list[int], literal_seconds: float, out: Path, keep: bool) -> dict:
+    base = Path(tempfile.mkdtemp(prefix="build-bench-"))
+    results: dict = {"cpus": os.cpu_count(), "ours": {}, "floor": {}}
+    try:
+        for total in sizes:
+            work = base / str(total)
+            work.mkdir()
+            results["ours"][str(total)] = measure("ours", work, "--episodes", str(total))
+            results["floor"][str(total)] = measure("floor", work)
+        results["literal"] = measure("literal", base / str(sizes[0]), "--seconds", str(literal_seconds))
+    finally:
+        if keep:
+            print(f"built folders kept in {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    results["ratios"] = ratios(results)
+    results["targets"] = TARGETS
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    return results
+
+
+def ratios(results: dict) -> dict:
+    """Per size: ours vs literal in episodes per CPU-second, ours vs the floor in wall seconds, and the targets."""
+    lit = results["literal"]
+    literal_per_cpu = lit["episodes"] / lit["timed_cpu_s"]  # the generator alone, not imports and calibration
+    table = {}
+    for total, ours in results["ours"].items():
+        floor = results["floor"][total]
+        per_core = ours["episodes"] / ours["cpu_s"] / literal_per_cpu
+        table[total] = {
+            "ours_vs_literal_per_core": round(per_core, 1),
+            "ours_vs_floor": round(ours["wall_s"] / floor["write_s"], 2),
+            "episodes_stage_vs_floor": round(ours["stages_s"]["episodes"] / floor["write_s"], 2),
+            "meets": {
+                "ours_vs_literal_per_core_min": per_core >= TARGETS["ours_vs_literal_per_core_min"],
+                "ours_vs_floor_max": ours["wall_s"] / floor["write_s"] <= TARGETS["ours_vs_floor_max"],
+                "default_wall_s_max": ours["wall_s"] <= TARGETS["default_wall_s_max"],
+                "peak_rss_bytes_max": ours["peak_rss_bytes"] <= TARGETS["peak_rss_bytes_max"],
+            },
+        }
+    return table
+
+
+def report(results: dict) -> str:
+    head = f"{'run':<24}{'episodes':>10}{'seconds':>9}{'ep/s':>10}{'ep/cpu-s':>10}{'peak RSS MB':>13}{'B/ep':>7}"
+    rows = [head]
+
+    def row(name: str, r: dict, seconds: float, cpu: float) -> str:
+        return (
+            f"{name:<24}{r['episodes']:>10,}{seconds:>9.1f}{r['episodes'] / seconds:>10,.0f}"
+            f"{r['episodes'] / cpu:>10,.0f}{r['peak_rss_bytes'] / 2**20:>13,.0f}{r['bytes'] / r['episodes']:>7,.0f}"
+        )
+
+    for total, ours in results["ours"].items():
+        floor = results["floor"][total]
+        rows.append(row(f"ours {total}", ours, ours["wall_s"], ours["cpu_s"]))
+        rows.append("  stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in ours["stages_s"].items()))
+        rows.append(row(f"floor (write) {total}", floor, floor["write_s"], floor["timed_cpu_s"]))
+    lit = results["literal"]
+    rows.append(row("literal (1 core)", lit, lit["generate_s"] + lit["write_s"], lit["timed_cpu_s"]))
+    for total, r in results["ratios"].items():
+        failed = [name for name, ok in r["meets"].items() if not ok]
+        rows.append(
+            f"at {total}: ours/literal per core {r['ours_vs_literal_per_core']}x (target >= 50), ours/floor "
+            f"{r['ours_vs_floor']}x (target <= 3; episodes stage alone {r['episodes_stage_vs_floor']}x); "
+            f"targets missed: {', '.join(failed) or 'none'}"
+        )
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, nargs="+", help="sizes to build (default: 100000 and params.yaml)")
+    parser.add_argument("--literal-seconds", type=float, default=25.0)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "build.json")
+    parser.add_argument("--keep", action="store_true", help="keep the built folders (printed) for inspection")
+    parser.add_argument("--child", choices=("ours", "literal", "floor"), help=argparse.SUPPRESS)
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        children = {
+            "ours": lambda: child_ours(args.work, args.episodes[0]),
+            "literal": lambda: child_literal(args.work, args.seconds),
+            "floor": lambda: child_floor(args.work),
+        }
+        print(json.dumps(children[args.child]()))
+        return
+    default = sum(section(read_params(ROOT / "params.yaml"), "episodes", EpisodesParams).counts().values())
+    results = run(args.episodes or [100_000, default], args.literal_seconds, args.out, args.keep)
+    print(report(results))
+    print(f"results: {args.out}")
+
+
+if __name__ == "__main__":
+    main()
