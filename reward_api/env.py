@@ -83,7 +83,10 @@ class ContextCorruptionEnv(Environment[ContextCorruptionAction, ContextCorruptio
     def _current(self, token: str | None) -> GameState:
         if token is None:
             if self._game is None:
-                raise MoveError("state_token is required over HTTP: send the one from the last /reset or /step")
+                raise MoveError(
+                    "state_token is required over HTTP: send the one from the last /reset or /step "
+                    "(over /ws, reset first)"
+                )
             return self._game
         state = self._backend.signer.verify(token)
         if self._game is not None and state.episode_id != self._game.episode_id:

@@ -9,15 +9,18 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator, model_validator
 
 from pipeline.schema import MAX_BUDGET, NUM_DOCS, SPLITS, TASKS
 from reward_api.game import Move, check_move
 from reward_api.scoring import Breakdown
 
 ActionType = Literal["read_doc", "flag_suspicious", "unflag_doc", "submit_answer"]
-DocId = Annotated[int, Field(ge=0, le=NUM_DOCS - 1, description=f"Document id, 0..{NUM_DOCS - 1}")]
-EpisodeId = Annotated[int, Field(ge=0, description="Global episode id (see GET /manifest for the ranges)")]
+# Strict: true/false or 2.0 are not ids.
+DocId = Annotated[int, Field(strict=True, ge=0, le=NUM_DOCS - 1, description=f"Document id, 0..{NUM_DOCS - 1}")]
+EpisodeId = Annotated[
+    int, Field(strict=True, ge=0, description="Global episode id (see GET /manifest for the ranges)")
+]
 Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, description="Confidence in the answer")]
 Answer = Annotated[str, Field(max_length=1000, description="The final answer")]
 MAX_BATCH = 8192
@@ -97,7 +100,9 @@ class ResetBody(_Closed):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"episode_id": 42}, {"seed": 7, "split": "test", "task": "hard"}, {}]}
     )
-    episode_id: int | str | None = Field(default=None, description="Episode id, as an integer or a decimal string")
+    episode_id: StrictInt | str | None = Field(
+        default=None, description="Episode id, as an integer or a decimal string"
+    )
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1, description="Picks an episode of `split` by hash")
     split: Literal[SPLITS] = Field(default="train", description="Split for seeded resets")  # type: ignore[valid-type]
     task: Literal[TASKS] | None = Field(default=None, description="Restrict seeded resets to one tier")  # type: ignore[valid-type]
@@ -106,7 +111,7 @@ class ResetBody(_Closed):
     @classmethod
     def _as_int(cls, value: int | str | None) -> int | None:
         if isinstance(value, str):
-            if not value.strip().isdecimal():
+            if not (value.strip().isascii() and value.strip().isdigit()):
                 raise ValueError(f"episode_id must be a non-negative integer, got {value!r}")
             value = int(value)
         if value is not None and value < 0:
