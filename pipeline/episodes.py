@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from pipeline import corruption, documents
+from pipeline.card import write_card
 from pipeline.params import DEFAULT_PARAMS, EpisodesParams, params_hash, read_params, section, seed
 from pipeline.pools import Pools, build_pools
 from pipeline.randomness import bits, integers, permutations
@@ -307,9 +308,9 @@ def build_episodes(
     *,
     progress: Callable[[ShardInfo], None] | None = None,
 ) -> Manifest:
-    """Generate every split into a Hub-layout folder at out_dir (replaced atomically); returns the manifest.
+    """Generate every split into the Hub-layout folder out_dir (replaced atomically); returns the manifest.
 
-    Output is byte-identical for any `params.workers`: shards are pure functions of (seed, ids).
+    The folder holds the shards, manifest.json and the README.md dataset card. Output is byte-identical for any `params.workers`: shards are pure functions of (seed, ids).
     """
     facts_hash = facts_sha256(facts_dir)
     plans = plan_shards(params.counts(), params.shard_rows)
@@ -334,6 +335,7 @@ def build_episodes(
             versions={name: version(name) for name in ("numpy", "polars", "pyarrow", "faker")},
         )
         write_manifest(root, manifest)
+        write_card(root, manifest)
     return manifest
 
 

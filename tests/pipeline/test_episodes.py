@@ -132,6 +132,7 @@ def test_main_builds_from_params_and_summarises(facts_dir, tmp_path, caplog):
         main(tmp_path / "params.yaml", facts_dir, tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["seed"] == 3 and manifest["splits"]["train"]["num_rows"] == 200
+    assert manifest["params_hash"] in (tmp_path / "out" / "README.md").read_text()
     assert "320 (train 200, validation 60, test 60)" in caplog.text
     assert "episodes/s" in caplog.text and "bytes/episode" in caplog.text and str(tmp_path / "out") in caplog.text
 
