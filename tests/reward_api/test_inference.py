@@ -93,7 +93,8 @@ def test_model_path_prints_the_evaluator_lines(base_url, backend, rows, monkeypa
         "Let me think about it.",  # not an action: an error step, no budget spent
         json.dumps({"action_type": "flag_suspicious", "doc_id": 9}),  # refused by the server (422)
         json.dumps({"action_type": "flag_suspicious", "doc_id": corrupt[0]}),
-        f'I am fairly sure. {{"action_type": "submit_answer", "answer": {json.dumps(row["answer"])}, "confidence": 0.9}}',
+        "I am fairly sure. "
+        + json.dumps({"action_type": "submit_answer", "answer": row["answer"], "confidence": 0.9}),
     ]
     chat = ChatStandIn(replies)
     monkeypatch.setenv("API_BASE_URL", chat.url)
@@ -120,7 +121,8 @@ def test_model_path_prints_the_evaluator_lines(base_url, backend, rows, monkeypa
     assert set(paths) == {"/v1/chat/completions"} and set(auths) == {"Bearer hf_test_token"}
     assert {b["model"] for b in bodies} == {"test-model"}
     assert row["question"] in bodies[0]["messages"][1]["content"]
-    assert all(row["answer"] not in m["content"] for m in bodies[0]["messages"])  # the model never sees the truth
+    assert all(doc["content"] in bodies[0]["messages"][1]["content"] for doc in row["documents"])
+    assert len(bodies[-1]["messages"]) == 2 * len(bodies)  # the system prompt, then a user/assistant pair per turn
 
 
 def test_model_that_never_submits_is_closed_with_an_empty_answer(base_url, monkeypatch, capsys):
