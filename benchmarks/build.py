@@ -149,9 +149,9 @@ def measure(mode: str, work: Path, *extra: str) -> dict:
     return {**json.loads(out.strip().splitlines()[-1]), "wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": peak}
 
 
-def run(sizes: list[int], literal_seconds: float, out: Path, keep: bool) -> dict:
+def run(sizes: list[int], default: int, literal_seconds: float, out: Path, keep: bool) -> dict:
     base = Path(tempfile.mkdtemp(prefix="build-bench-"))
-    results: dict = {"cpus": os.cpu_count(), "ours": {}, "floor": {}}
+    results: dict = {"cpus": os.cpu_count(), "default_episodes": default, "ours": {}, "floor": {}}
     try:
         for total in sizes:
             work = base / str(total)
@@ -179,16 +179,19 @@ def ratios(results: dict) -> dict:
     for total, ours in results["ours"].items():
         floor = results["floor"][total]
         per_core = ours["episodes"] / ours["cpu_s"] / literal_per_cpu
+        meets = {
+            "ours_vs_literal_per_core_min": per_core >= TARGETS["ours_vs_literal_per_core_min"],
+            "ours_vs_floor_max": ours["wall_s"] / floor["write_s"] <= TARGETS["ours_vs_floor_max"],
+            "peak_rss_bytes_max": ours["peak_rss_bytes"] <= TARGETS["peak_rss_bytes_max"],
+        }
+        if int(total) == results["default_episodes"]:
+            meets["default_wall_s_max"] = ours["wall_s"] <= TARGETS["default_wall_s_max"]
         table[total] = {
             "ours_vs_literal_per_core": round(per_core, 1),
             "ours_vs_floor": round(ours["wall_s"] / floor["write_s"], 2),
+            "ours_vs_floor_cpu": round(ours["cpu_s"] / floor["timed_cpu_s"], 2),
             "episodes_stage_vs_floor": round(ours["stages_s"]["episodes"] / floor["write_s"], 2),
-            "meets": {
-                "ours_vs_literal_per_core_min": per_core >= TARGETS["ours_vs_literal_per_core_min"],
-                "ours_vs_floor_max": ours["wall_s"] / floor["write_s"] <= TARGETS["ours_vs_floor_max"],
-                "default_wall_s_max": ours["wall_s"] <= TARGETS["default_wall_s_max"],
-                "peak_rss_bytes_max": ours["peak_rss_bytes"] <= TARGETS["peak_rss_bytes_max"],
-            },
+            "meets": meets,
         }
     return table
 
@@ -214,7 +217,8 @@ def report(results: dict) -> str:
         failed = [name for name, ok in r["meets"].items() if not ok]
         rows.append(
             f"at {total}: ours/literal per core {r['ours_vs_literal_per_core']}x (target >= 50), ours/floor "
-            f"{r['ours_vs_floor']}x (target <= 3; episodes stage alone {r['episodes_stage_vs_floor']}x); "
+            f"{r['ours_vs_floor']}x wall, {r['ours_vs_floor_cpu']}x CPU (target <= 3; episodes stage alone "
+            f"{r['episodes_stage_vs_floor']}x wall); "
             f"targets missed: {', '.join(failed) or 'none'}"
         )
     return "\n".join(rows)
@@ -239,7 +243,7 @@ def main() -> None:
         print(json.dumps(children[args.child]()))
         return
     default = sum(section(read_params(ROOT / "params.yaml"), "episodes", EpisodesParams).counts().values())
-    results = run(args.episodes or [100_000, default], args.literal_seconds, args.out, args.keep)
+    results = run(args.episodes or [100_000, default], default, args.literal_seconds, args.out, args.keep)
     print(report(results))
     print(f"results: {args.out}")
 

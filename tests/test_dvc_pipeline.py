@@ -1,0 +1,125 @@
+"""`dvc repro` in a temporary clone with small params: every stage runs, a second run does nothing, and a build
+killed mid-way leaves nothing a later stage would read and re-runs to byte-identical output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.schema import SPLITS
+from tests.conftest import SEED, SMALL_EPISODES, SMALL_FACTS
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def sh(*cmd: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = os.environ | {
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # the stages' `python` is this virtualenv's
+        "DVC_NO_ANALYTICS": "1",
+        "DVC_SITE_CACHE_DIR": str(cwd / ".dvc-site-cache"),
+        "HF_TOKEN": "",
+    }
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """The repository's tracked files in a fresh git repo, with small params and publishing off."""
+    root = tmp_path_factory.mktemp("clone")
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True)
+    for name in filter(None, tracked.stdout.split("\0")):
+        if (REPO / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    params = yaml.safe_load((root / "params.yaml").read_text()) | {
+        "seed": SEED,
+        "facts": SMALL_FACTS.model_dump(mode="json"),
+        "episodes": SMALL_EPISODES.model_dump(mode="json"),
+        "hub": {"repo_id": "", "revision_tag": "v1", "private": False},
+    }
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    sh("git", "init", "-q", cwd=root)
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-qm", "clone", cwd=root)
+    return root
+
+
+def dvc(clone: Path, *args: str) -> subprocess.CompletedProcess:
+    return sh(str(BIN / "dvc"), *args, cwd=clone)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+def test_dvc_repro_builds_every_stage_and_a_second_run_does_nothing(clone):
+    dvc(clone, "repro")
+
+    data = clone / "data"
+    assert (data / "facts" / "facts.parquet").is_file()
+    manifest = json.loads((data / "episodes" / "manifest.json").read_text())
+    assert sorted(path.relative_to(data / "episodes").as_posix() for path in data.glob("episodes/data/*")) == sorted(
+        shard["path"] for shard in manifest["shards"]
+    )
+    assert (data / "episodes" / "README.md").is_file()
+    metrics = json.loads((data / "metrics" / "dataset.json").read_text())
+    assert metrics["episodes"]["total"] == sum(SMALL_EPISODES.counts().values())
+    assert set(metrics["violations"].values()) == {0}
+    assert json.loads((data / "publish" / "receipt.json").read_text())["status"] == "skipped"
+
+    before = {path: path.stat().st_mtime_ns for path in data.rglob("*") if path.is_file()}
+    again = dvc(clone, "repro")
+    assert "Data and pipelines are up to date." in again.stdout
+    assert {path: path.stat().st_mtime_ns for path in data.rglob("*") if path.is_file()} == before
+
+    shown = json.loads(dvc(clone, "metrics", "show", "--json").stdout)
+    reported = next(iter(shown.values()))["data"]["data/metrics/dataset.json"]["data"]
+    assert reported["episodes"] == {"total": sum(SMALL_EPISODES.counts().values()), **SMALL_EPISODES.counts()}
+    assert set(reported["episodes"]) == {"total", *SPLITS}
+
+
+def test_a_build_killed_mid_way_leaves_no_output_and_reruns_identically(clone):
+    episodes = clone / "data" / "episodes"
+    if not episodes.exists():
+        dvc(clone, "repro")
+    reference = snapshot(episodes)
+    shutil.rmtree(episodes)
+    partial = clone / "data" / ".episodes.partial"
+    env = os.environ | {"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.episodes"],
+        cwd=clone,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not any(partial.glob("data/*.parquet")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert proc.poll() is None, "the episodes stage finished before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGKILL)  # the stage and any workers it started: its own process group
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+    assert any(partial.glob("data/*.parquet")), "the kill landed mid-way, with shards staged"
+    assert not episodes.exists(), "nothing at the final path: no manifest, no shards for a later stage to read"
+
+    dvc(clone, "repro")
+
+    assert snapshot(episodes) == reference
+    assert not partial.exists()
