@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 MANIFEST_NAME = "manifest.json"
 DEFAULT_CACHE_MB = 64
 DEFAULT_CACHE_KEYS = 16384
+# Agent views kept per episode (~3 KB each): every /step of a game after its /reset is then a hit,
+# however much random traffic cycles the row-group cache in between.
+DEFAULT_CACHE_VIEWS = 4096
 
 
 class StoreError(RuntimeError):
@@ -134,6 +137,7 @@ class EpisodeStore:
         self._lock = threading.Lock()
         self._groups = _Lru(int(cache_mb * 2**20), weigh=lambda table: table.nbytes)
         self._keys = _Lru(cache_keys)
+        self._views = _Lru(DEFAULT_CACHE_VIEWS)
         self._task_ids: dict[tuple[str, str], np.ndarray] = {}
         self.key_index = KeyIndex([self.root / s.path for s in self.shards], [f.metadata for f in self._files])
         if preload_keys:
@@ -165,10 +169,10 @@ class EpisodeStore:
         return self._group(loc, columns).slice(loc.offset, 1).to_pylist()[0]
 
     def view(self, episode_id: int) -> dict:
-        """The agent view: the visible columns only (DESIGN §3)."""
+        """The agent view: the visible columns only (DESIGN §3). Cached and shared: do not mutate it."""
         loc = self.locate(episode_id)
         with self._lock:
-            return self._row(loc, VISIBLE_COLUMNS)
+            return self._views.get(episode_id, lambda: self._row(loc, VISIBLE_COLUMNS))
 
     def key(self, episode_id: int) -> EpisodeKey:
         """What scoring needs about an episode (answers, corrupt ids, budget), cached per episode."""
