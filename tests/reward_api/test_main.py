@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -11,6 +12,9 @@ import time
 from pathlib import Path
 
 import httpx
+from huggingface_hub import HfApi
+
+from tests.hubstandin import hub_standin
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,19 +36,23 @@ def _run(*args: str, **env: str) -> subprocess.Popen:
     )
 
 
+def _wait_healthy(proc: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, "server did not come up"
+        time.sleep(0.2)
+
+
 def test_serves_the_folder_and_prints_curl_lines(served_dir):
     port = _free_port()
     proc = _run("--data", str(served_dir), "--port", str(port), CONTEXTCORRUPTION_STATE_KEY="k")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "server did not come up"
-            time.sleep(0.2)
+        _wait_healthy(proc, port)
         assert httpx.get(f"http://127.0.0.1:{port}/episodes/0").json()["episode_id"] == 0
     finally:
         proc.terminate()
@@ -73,3 +81,23 @@ def test_a_bad_setting_from_the_environment_exits_2_naming_it(served_dir):
     proc = _run("--data", str(served_dir), CONTEXTCORRUPTION_PORT="http")
     output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 2 and "port" in output and "http" in output
+
+
+def test_serves_a_hub_repo_at_a_revision(served_dir, tmp_path):
+    """The repo id + tag path of the entry point, against the loopback Hub stand-in."""
+    with hub_standin(token="hf_t") as hub:
+        api = HfApi(endpoint=hub.endpoint, token="hf_t")
+        api.create_repo("acme/cc", repo_type="dataset")
+        api.upload_folder(folder_path=served_dir, repo_id="acme/cc", repo_type="dataset")
+        api.create_tag("acme/cc", tag="v1", repo_type="dataset")
+        port = _free_port()
+        env = {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}
+        proc = _run("--data", "acme/cc", "--revision", "v1", "--port", str(port), **env)
+        try:
+            _wait_healthy(proc, port)
+            manifest = httpx.get(f"http://127.0.0.1:{port}/manifest").json()
+        finally:
+            proc.terminate()
+            output = proc.communicate(timeout=30)[0]
+    assert manifest["params_hash"] == json.loads((served_dir / "manifest.json").read_text())["params_hash"]
+    assert "downloading dataset acme/cc at revision v1" in output
