@@ -549,7 +549,7 @@ class Batch:
     u: np.ndarray
 
 
-def render(batch: Batch) -> tuple[pl.Series, pl.Series]:
+def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     """Titles and contents of every document of the batch."""
     u = batch.u
     source = _index(u[:, U.SOURCE], len(_SOURCES))
@@ -608,8 +608,13 @@ def _spaces(present: np.ndarray) -> tuple[Pieces, np.ndarray]:
     return _SEPARATOR, present.astype(np.int64)
 
 
-def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -> pl.Series:
-    """One string per document from its segments: the pieces laid out flat, one gather, one join per row."""
+def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -> pa.StringArray:
+    """One string per document from its segments.
+
+    The pieces of every document are laid out one after another and gathered once; the gathered array's
+    bytes are then already the documents back to back, so the result only takes every document's first
+    piece offset: no per-document join.
+    """
     lengths = np.stack([pieces.length[rows] for pieces, rows in segments], axis=1).ravel()
     offsets = np.stack([pieces.offset[rows] for pieces, rows in segments], axis=1).ravel()
     within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
@@ -618,8 +623,11 @@ def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -
     n = len(counts)
     base = np.r_[len(_LITERAL_SERIES) + np.arange(len(SLOTS))[::-1] * n, np.arange(len(_LITERAL_SERIES))]
     index = base[codes + len(SLOTS)] + (codes < 0) * np.repeat(np.arange(n), counts)
-    pieces = stacked.gather(index).to_arrow(compat_level=pl.CompatLevel.newest())
-    return pl.from_arrow(pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(counts)]), pieces)).list.join("")
+    pieces = stacked.gather(index).to_arrow().cast(pa.large_string())
+    _, piece_offsets, data = pieces.buffers()
+    starts = np.frombuffer(piece_offsets, dtype=np.int64)[pieces.offset : pieces.offset + len(pieces) + 1]
+    rows = pa.LargeStringArray.from_buffers(n, pa.py_buffer(starts[np.r_[0, np.cumsum(counts)]]), data)
+    return rows.cast(pa.string())
 
 
 def _index(u: np.ndarray, size: int) -> np.ndarray:

@@ -229,8 +229,8 @@ def _table(ctx, ids, k, fact, corrupt, applied, title, content, claim) -> pa.Tab
     docs = pa.StructArray.from_arrays(
         [
             pa.array(np.tile(np.arange(NUM_DOCS, dtype=np.int8), n)),
-            title.to_arrow().cast(pa.string()),
-            content.to_arrow().cast(pa.string()),
+            title,
+            content,
         ],
         fields=list(DOCUMENT_TYPE),
     )
@@ -310,7 +310,8 @@ def build_episodes(
 ) -> Manifest:
     """Generate every split into the Hub-layout folder out_dir (replaced atomically); returns the manifest.
 
-    The folder holds the shards, manifest.json and the README.md dataset card. Output is byte-identical for any `params.workers`: shards are pure functions of (seed, ids).
+    The folder holds the shards, manifest.json and the README.md dataset card. Output is byte-identical
+    for any `params.workers`: shards are pure functions of (seed, ids).
     """
     facts_hash = facts_sha256(facts_dir)
     plans = plan_shards(params.counts(), params.shard_rows)
