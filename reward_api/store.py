@@ -2,8 +2,13 @@
 
 The manifest says which shard holds an id and the row groups have a fixed size, so an id maps to
 (shard, row group, offset) by arithmetic. Row groups are read on demand, only the columns a caller
-needs, and kept in a bounded LRU cache; the ParquetFile handles stay open. Start-up checks every
+needs, and kept in an LRU cache bounded in bytes; the ParquetFile handles stay open. Scoring needs
+only the answer key, which `keys.KeyIndex` holds for every episode (~27 MB per 1M); agent views are
+also cached per episode, so a game's steps after its reset read nothing. Start-up checks every
 shard's footer against the manifest and refuses a missing or broken file by name.
+
+Cost of a random agent view (measured, 1M episodes, zstd): one row-group read, ~3 ms at 256 rows per
+group, ~1 ms at 64; the pipeline's row_group_rows sets it.
 """
 
 from __future__ import annotations
