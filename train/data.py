@@ -1,40 +1,31 @@
 """Episodes streamed from a dataset folder or a Hub repo, turned into GRPO rows on the fly.
 
 Rows are stored in a random order already (every episode is an independent draw), so the stream
-is read front to back with no shuffle buffer. On several processes each rank reads its own shards
-(`split_dataset_by_node`); a shard count that is a multiple of the world size streams evenly.
+is read front to back with no shuffle buffer. On several processes GRPOTrainer's accelerate splits
+the stream itself: with at least as many shards as processes each rank reads its own shard files
+(`IterableDataset.shard`, what `split_dataset_by_node` does for a divisible shard count), otherwise
+each rank takes its slice of every batch. Splitting here as well would split twice, so the stream
+handed to the trainer is the whole split; a shard count that is a multiple of the GPU count streams
+evenly.
 """
 
 from __future__ import annotations
 
-import logging
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from datasets import IterableDataset, load_dataset
-from datasets.distributed import split_dataset_by_node
 
 from train.prompts import oneshot_prompt, tools_prompt
 
-logger = logging.getLogger(__name__)
 
-
-def stream_episodes(
-    data: str, split: str, *, revision: str | None = None, rank: int = 0, world_size: int = 1
-) -> IterableDataset:
+def stream_episodes(data: str, split: str, *, revision: str | None = None) -> IterableDataset:
     """The raw episode rows of one split; `data` is a local dataset folder or a Hub dataset repo id."""
     if Path(data).exists() and not Path(data).is_dir():
         raise ValueError(f"data: {data} is a file; expected a dataset folder or a Hub repo id")
     local = Path(data).is_dir()
-    stream = load_dataset(data, split=split, streaming=True, revision=None if local else revision)
-    if world_size > 1:
-        if stream.num_shards % world_size:
-            logger.warning(
-                "%d shards do not divide over %d ranks: every rank reads all rows", stream.num_shards, world_size
-            )
-        stream = split_dataset_by_node(stream, rank=rank, world_size=world_size)
-    return stream
+    return load_dataset(data, split=split, streaming=True, revision=None if local else revision)
 
 
 def add_prompt(row: dict[str, Any], mode: str) -> dict[str, Any]:

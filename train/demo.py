@@ -32,14 +32,15 @@ class DemoParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     data: str = "data/episodes"
-    train_rows: int = Field(2000, gt=0, description="Train episodes for the tokenizer and the warm start")
+    train_rows: int = Field(1600, gt=0, description="Train episodes for the tokenizer and the warm start")
     eval_rows: int = Field(64, gt=0, description="Validation episodes scored before and after GRPO")
-    hidden_size: int = Field(128, gt=0)
-    num_hidden_layers: int = Field(4, gt=0)
-    sft_steps: int = Field(300, gt=0)
+    vocab_size: int = Field(4096, gt=0)
+    hidden_size: int = Field(64, gt=0)
+    num_hidden_layers: int = Field(2, gt=0)
+    sft_steps: int = Field(200, gt=0)
     sft_learning_rate: float = Field(2e-3, gt=0)
-    grpo_steps: int = Field(40, gt=0)
-    grpo_learning_rate: float = Field(5e-4, gt=0)
+    grpo_steps: int = Field(30, gt=0)
+    grpo_learning_rate: float = Field(1e-3, gt=0)
     num_generations: int = Field(8, ge=2)
     max_completion_length: int = Field(64, gt=0)
 
@@ -117,11 +118,13 @@ def run(params: DemoParams, out: Path) -> dict[str, Any]:
     train_rows = head(stream_episodes(params.data, "train"), params.train_rows)
     eval_rows = head(stream_episodes(params.data, "validation"), params.eval_rows)
     tiny = TinyConfig(
+        vocab_size=params.vocab_size,
         hidden_size=params.hidden_size,
         intermediate_size=2 * params.hidden_size,
         num_hidden_layers=params.num_hidden_layers,
     )
-    base = build_tiny(out / "base", [episode_text(r["question"], r["documents"]) for r in train_rows], tiny)
+    texts = [episode_text(r["question"], r["documents"]) for r in train_rows] + oracle(train_rows)
+    base = build_tiny(out / "base", texts, tiny)
     warm = sft(base, train_rows, params, out)
     before = evaluate(model_agent(str(warm), params.max_completion_length), eval_rows)
     logger.info("validation reward after the warm start: %s", before["reward"])

@@ -1,14 +1,13 @@
 """`python -m train.grpo [--params FILE]`: GRPO training from the `train:` section of a params file.
 
-Multi-GPU: launch with `accelerate launch -m train.grpo` (or torchrun); each rank streams its own
-shards. The params are validated before any model is loaded.
+Multi-GPU: `accelerate launch -m train.grpo --params FILE`; the trainer gives each rank its own shard
+files. The params are validated before any model is loaded.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
 from pathlib import Path
 
 from pipeline.params import DEFAULT_PARAMS, ParamsError
@@ -33,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
 
     policy = load_policy(params)
     logger.info("backend %s, mode %s, model %s, data %s", policy.backend, params.mode, params.model, params.data)
-    history = train(params, policy, int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)))
+    history = train(params, policy)
     logger.info("done: %d log entries, outputs in %s (unsloth: %s)", len(history), params.output_dir, unsloth)
     return 0
 

@@ -19,6 +19,7 @@ from trl.chat_template_utils import qwen2_5_chat_template
 from train.prompts import ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+_SYNTAX_REPEATS = 200
 
 
 class TinyConfig(BaseModel):
@@ -56,9 +57,11 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenize
 
 
 def _with_fixed_text(texts: Iterable[str]) -> Iterator[str]:
+    """The prompts, and the output syntax often enough that its keys become single tokens."""
     yield from (ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT)
-    yield '{"answer": "", "flagged_ids": [0, 1, 2, 3, 4, 5, 6, 7], "confidence": 0.5}'
-    yield '<tool_call>\n{"name": "flag_suspicious", "arguments": {"doc_id": 3}}\n</tool_call>'
+    for _ in range(_SYNTAX_REPEATS):
+        yield '{"answer": "", "flagged_ids": [0, 1, 2, 3, 4, 5, 6, 7], "confidence": 0.5}'
+        yield '<tool_call>\n{"name": "flag_suspicious", "arguments": {"doc_id": 3}}\n</tool_call>'
     yield from texts
 
 

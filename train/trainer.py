@@ -57,8 +57,8 @@ def ensure_tool_template(tokenizer: Any) -> None:
     tokenizer.chat_template = qwen2_5_chat_template
 
 
-def build_trainer(params: TrainParams, policy: Policy, rank: int = 0, world_size: int = 1) -> GRPOTrainer:
-    stream = stream_episodes(params.data, params.split, revision=params.revision, rank=rank, world_size=world_size)
+def build_trainer(params: TrainParams, policy: Policy) -> GRPOTrainer:
+    stream = stream_episodes(params.data, params.split, revision=params.revision)
     kwargs: dict[str, Any] = {}
     if params.mode == "tools":
         ensure_tool_template(policy.tokenizer)
@@ -75,9 +75,9 @@ def build_trainer(params: TrainParams, policy: Policy, rank: int = 0, world_size
     )
 
 
-def train(params: TrainParams, policy: Policy, rank: int = 0, world_size: int = 1) -> list[dict]:
+def train(params: TrainParams, policy: Policy) -> list[dict]:
     """Train, then save the adapter, `log_history.json` and the curves in `output_dir`; returns the log history."""
-    trainer = build_trainer(params, policy, rank, world_size)
+    trainer = build_trainer(params, policy)
     trainer.train()
     out = Path(params.output_dir)
     trainer.save_model(str(out))

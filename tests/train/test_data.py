@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from accelerate.data_loader import prepare_data_loader
 from huggingface_hub import HfApi
+from torch.utils.data import DataLoader
 
 from tests.hubstandin import hub_standin
 from train.data import grpo_rows, head, stream_episodes
@@ -38,13 +40,17 @@ def test_tool_rows_leave_the_observation_to_the_environment(episodes_dir):
     assert row["prompt"] == [{"role": "system", "content": TOOLS_SYSTEM_PROMPT}, {"role": "user", "content": ""}]
 
 
-def test_ranks_read_disjoint_shards_covering_the_split(episodes_dir, episode_rows):
-    ids = [
-        [r["episode_id"] for r in stream_episodes(str(episodes_dir), "validation", rank=rank, world_size=2)]
-        for rank in range(2)
-    ]
+def test_trainer_ranks_read_disjoint_shard_files_covering_the_split(episodes_dir):
+    """What GRPOTrainer's accelerate does with the stream on 2 processes: each rank its own shard files."""
+    ids = []
+    for rank in range(2):
+        loader = DataLoader(grpo_rows(stream_episodes(str(episodes_dir), "train"), "oneshot"), 16, collate_fn=list)
+        loader = prepare_data_loader(loader, num_processes=2, process_index=rank, dispatch_batches=False)
+        ids.append([row["episode_id"] for batch in loader for row in batch])
     assert ids[0] and ids[1] and not set(ids[0]) & set(ids[1])
-    assert sorted(ids[0] + ids[1]) == [r["episode_id"] for r in episode_rows]
+    manifest = json.loads((episodes_dir / "manifest.json").read_text())
+    train = manifest["splits"]["train"]
+    assert sorted(ids[0] + ids[1]) == list(range(train["first_id"], train["first_id"] + train["num_rows"]))
 
 
 def test_a_file_is_not_a_dataset(tmp_path):
