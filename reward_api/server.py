@@ -69,7 +69,7 @@ def _replace_reset(app: FastAPI, backend: Backend) -> None:
     app.router.routes[:] = [r for r in app.router.routes if not (isinstance(r, Route) and r.path == "/reset")]
 
     @app.post("/reset", response_model=ResetResponse, tags=["Environment Control"], summary="Start an episode")
-    async def reset(body: Annotated[ResetBody, Body(default_factory=ResetBody)]) -> ResetResponse:
+    def reset(body: Annotated[ResetBody, Body(default_factory=ResetBody)]) -> ResetResponse:
         """Start an episode by `episode_id`, or by `seed` (deterministic per dataset) within `split`/`task`.
 
         The observation's `state_token` carries the game: send it back with every `/step` action.
@@ -117,8 +117,12 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
     @app.get(
         "/episodes/{episode_id}", response_model=EpisodeView, tags=["Episodes"], summary="Agent view of an episode"
     )
-    async def episode(episode_id: Annotated[int, Path(ge=0, description="Global episode id")]) -> Response:
-        """The visible columns only: never the answer, the aliases or which documents are corrupt."""
+    def episode(episode_id: Annotated[int, Path(ge=0, description="Global episode id")]) -> Response:
+        """The visible columns only: never the answer, the aliases or which documents are corrupt.
+
+        A plain `def`: FastAPI runs it in its thread pool, so row-group reads (which release the GIL while
+        decompressing) run in parallel on a multi-core machine.
+        """
         return _json(store.view(episode_id))
 
     @app.post("/score", response_model=ScoreOut, tags=["Scoring"], summary="Score one submission or action trace")

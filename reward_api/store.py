@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import bisect
 import logging
+import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,24 +58,32 @@ class Location:
 
 
 class _Lru:
-    """An LRU map bounded by the summed weight of its values; the caller holds the store's lock."""
+    """A thread-safe LRU map bounded by the summed weight of its values.
+
+    The lock guards the map only: a missing value is loaded outside it, so slow loads run in parallel
+    (two threads may load the same entry; they get equal values).
+    """
 
     def __init__(self, capacity: int, weigh: Callable[[object], int] = lambda _: 1) -> None:
         self.capacity = capacity
         self.weigh = weigh
         self.weight = 0
         self.items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key, load: Callable):
-        value = self.items.get(key)
-        if value is not None:
-            self.items.move_to_end(key)
-            return value
+        with self._lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+                return value
         value = load()
-        self.items[key] = value
-        self.weight += self.weigh(value)
-        while self.weight > self.capacity and len(self.items) > 1:
-            self.weight -= self.weigh(self.items.popitem(last=False)[1])
+        with self._lock:
+            if key not in self.items:
+                self.items[key] = value
+                self.weight += self.weigh(value)
+                while self.weight > self.capacity and len(self.items) > 1:
+                    self.weight -= self.weigh(self.items.popitem(last=False)[1])
         return value
 
 
@@ -124,7 +134,7 @@ def open_shard(root: Path, info: ShardInfo, row_group_rows: int) -> pq.ParquetFi
 
 
 class EpisodeStore:
-    """Read-only access to one dataset folder; safe to share between threads."""
+    """Read-only access to one dataset folder; safe to share between threads, which read in parallel."""
 
     def __init__(
         self,
@@ -139,7 +149,11 @@ class EpisodeStore:
         self._files = [open_shard(self.root, info, self.manifest.row_group_rows) for info in self.shards]
         self._starts = [s.first_id for s in self.shards]
         self.num_episodes = sum(s.num_rows for s in self.shards)
-        self._lock = threading.Lock()
+        # Idle readers per shard, sharing the parsed footer: a Parquet reader is not shared between threads.
+        self._idle = [queue.SimpleQueue() for _ in self._files]
+        for idle, handle in zip(self._idle, self._files, strict=True):
+            idle.put(handle)
+        self._task_lock = threading.Lock()
         self._groups = _Lru(int(cache_mb * 2**20), weigh=lambda table: table.nbytes)
         self._keys = _Lru(cache_keys)
         self._views = _Lru(DEFAULT_CACHE_VIEWS)
@@ -164,9 +178,22 @@ class EpisodeStore:
         )
         return f"no episode {episode_id}; ids are {ranges}"
 
+    @contextmanager
+    def _reader(self, shard: int) -> Iterator[pq.ParquetFile]:
+        idle = self._idle[shard]
+        try:
+            handle = idle.get_nowait()
+        except queue.Empty:
+            handle = pq.ParquetFile(self.root / self.shards[shard].path, metadata=self._files[shard].metadata)
+        try:
+            yield handle
+        finally:
+            idle.put(handle)
+
     def _group(self, loc: Location, columns: tuple[str, ...]) -> pa.Table:
         def load() -> pa.Table:
-            return self._files[loc.shard].read_row_group(loc.group, columns=list(columns), use_threads=False)
+            with self._reader(loc.shard) as handle:
+                return handle.read_row_group(loc.group, columns=list(columns), use_threads=False)
 
         return self._groups.get((loc.shard, loc.group, columns), load)
 
@@ -176,8 +203,7 @@ class EpisodeStore:
     def view(self, episode_id: int) -> dict:
         """The agent view: the visible columns only (DESIGN §3). Cached and shared: do not mutate it."""
         loc = self.locate(episode_id)
-        with self._lock:
-            return self._views.get(episode_id, lambda: self._row(loc, VISIBLE_COLUMNS))
+        return self._views.get(episode_id, lambda: self._row(loc, VISIBLE_COLUMNS))
 
     def key(self, episode_id: int) -> EpisodeKey:
         """What scoring needs about an episode (answers, corrupt ids, budget), cached per episode."""
@@ -187,8 +213,7 @@ class EpisodeStore:
             row = self.key_index.row(loc.shard, episode_id - self._starts[loc.shard]) or self._row(loc, KEY_COLUMNS)
             return EpisodeKey.from_row(row["answer"], row["answer_aliases"], row["corrupt_ids"], row["max_budget"])
 
-        with self._lock:
-            return self._keys.get(episode_id, load)
+        return self._keys.get(episode_id, load)
 
     def keys(self, episode_ids: Iterable[int]) -> dict[int, EpisodeKey]:
         """Keys of many episodes, each distinct id looked up once (a GRPO group shares one episode)."""
@@ -203,17 +228,18 @@ class EpisodeStore:
             return range(info.first_id, info.first_id + info.num_rows)
         if task not in TASKS:
             raise EpisodeNotFound(f"unknown task {task!r}; tasks are {list(TASKS)}")
-        with self._lock:
+        with self._task_lock:
             if (split, task) not in self._task_ids:
                 self._index_tasks(split)
         return self._task_ids[split, task]
 
     def _index_tasks(self, split: str) -> None:
         parts = []
-        for info, handle in zip(self.shards, self._files, strict=True):
+        for shard, info in enumerate(self.shards):
             if info.split == split:
-                tasks = handle.read(columns=["task"], use_threads=False).column("task").to_numpy(zero_copy_only=False)
-                parts.append((info.first_id, tasks))
+                with self._reader(shard) as handle:
+                    tasks = handle.read(columns=["task"], use_threads=False).column("task")
+                parts.append((info.first_id, tasks.to_numpy(zero_copy_only=False)))
         for task in TASKS:
             self._task_ids[split, task] = np.concatenate(
                 [first + np.flatnonzero(tasks == task) for first, tasks in parts] or [np.empty(0, np.int64)]

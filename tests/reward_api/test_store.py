@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from huggingface_hub import HfApi
@@ -136,3 +138,19 @@ def test_hub_repo_id_and_revision_are_downloaded_and_served(served_dir, tmp_path
 def test_a_path_that_is_neither_folder_nor_repo_id_is_refused(tmp_path):
     with pytest.raises(StoreError, match="no such dataset folder"):
         dataset_folder(str(tmp_path / "a" / "b" / "c"))
+
+
+def test_threads_reading_at_once_get_the_right_rows(served_dir, rows):
+    """Readers are per thread (sharing the footer) and caches lock only their maps: no mixed-up rows."""
+    store = EpisodeStore(served_dir, cache_mb=0.2, preload_keys=False)
+    ids = sorted(rows)
+
+    def check(seed: int) -> int:
+        picks = random.Random(seed).choices(ids, k=60)
+        for episode_id in picks:
+            assert store.view(episode_id)["question"] == rows[episode_id]["question"]
+            assert store.key(episode_id) == truth_key(rows[episode_id])
+        return len(picks)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert sum(pool.map(check, range(8))) == 480
