@@ -22,7 +22,15 @@ class BodySizeLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length")
+        declared = chunked = None
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                declared = value
+            elif name == b"transfer-encoding":
+                chunked = value
+        if declared is None and chunked is None:  # no body (a GET): nothing to count, no buffering
+            await self.app(scope, receive, send)
+            return
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
             await self._refuse(send, f"Content-Length {declared.decode(errors='replace')}")
             return

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import orjson
 from fastapi import Body, FastAPI, Path, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.routing import APIRoute
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.serialization import serialize_observation
@@ -117,13 +118,16 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
     @app.get(
         "/episodes/{episode_id}", response_model=EpisodeView, tags=["Episodes"], summary="Agent view of an episode"
     )
-    def episode(episode_id: Annotated[int, Path(ge=0, description="Global episode id")]) -> Response:
+    async def episode(episode_id: Annotated[int, Path(ge=0, description="Global episode id")]) -> Response:
         """The visible columns only: never the answer, the aliases or which documents are corrupt.
 
-        A plain `def`: FastAPI runs it in its thread pool, so row-group reads (which release the GIL while
-        decompressing) run in parallel on a multi-core machine.
+        A cached view is answered on the event loop; a row-group read goes to the thread pool, where reads
+        (which release the GIL while decompressing) run in parallel on a multi-core machine.
         """
-        return _json(store.view(episode_id))
+        view = store.cached_view(episode_id)
+        if view is None:
+            view = await run_in_threadpool(store.view, episode_id)
+        return _json(view)
 
     @app.post("/score", response_model=ScoreOut, tags=["Scoring"], summary="Score one submission or action trace")
     async def score(body: Annotated[ScoreIn, Body()]) -> Response:

@@ -71,6 +71,14 @@ class _Lru:
         self.items: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
+    def peek(self, key):
+        """The cached value or None, without loading."""
+        with self._lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
     def get(self, key, load: Callable):
         with self._lock:
             value = self.items.get(key)
@@ -204,6 +212,11 @@ class EpisodeStore:
         """The agent view: the visible columns only (DESIGN §3). Cached and shared: do not mutate it."""
         loc = self.locate(episode_id)
         return self._views.get(episode_id, lambda: self._row(loc, VISIBLE_COLUMNS))
+
+    def cached_view(self, episode_id: int) -> dict | None:
+        """The agent view if it is in memory (no I/O): lets an event loop skip the thread pool on a hit."""
+        self.locate(episode_id)
+        return self._views.peek(episode_id)
 
     def key(self, episode_id: int) -> EpisodeKey:
         """What scoring needs about an episode (answers, corrupt ids, budget), cached per episode."""
