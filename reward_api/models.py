@@ -12,10 +12,10 @@ from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator, model_validator
 
 from pipeline.schema import MAX_BUDGET, NUM_DOCS, SPLITS, TASKS
-from reward_api.game import Move, check_move
+from reward_api.game import ACTION_TYPES, Move, check_move
 from reward_api.scoring import Breakdown
 
-ActionType = Literal["read_doc", "flag_suspicious", "unflag_doc", "submit_answer"]
+ActionType = Literal[ACTION_TYPES]  # type: ignore[valid-type]
 # Strict: true/false or 2.0 are not ids.
 DocId = Annotated[int, Field(strict=True, ge=0, le=NUM_DOCS - 1, description=f"Document id, 0..{NUM_DOCS - 1}")]
 EpisodeId = Annotated[
