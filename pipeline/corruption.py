@@ -56,30 +56,43 @@ def key_expr(expr: pl.Expr) -> pl.Expr:
 
 @dataclass(frozen=True)
 class Substitutes:
-    """Candidate values by group: group g holds values[start[g] : start[g] + size[g]]."""
+    """Candidate values by group: group g holds values[start[g] : start[g] + size[g]], sorted.
+
+    Per fact, `own_first` and `own_count` locate the run of its own answer in its group (count 0 when the
+    group lacks it), so a pick can skip the truth instead of drawing it and redrawing.
+    """
 
     values: pl.Series
     keys: np.ndarray
     start: np.ndarray
     size: np.ndarray
+    own_first: np.ndarray
+    own_count: np.ndarray
 
     @classmethod
-    def of(cls, table: pl.DataFrame) -> Substitutes:
-        """`table` has value and group columns, sorted by group."""
+    def of(cls, table: pl.DataFrame, facts: pl.DataFrame) -> Substitutes:
+        """`table`: value and group columns sorted by group then value; `facts`: group and value per fact."""
         group = table["group"].to_numpy()
         start = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        runs = table.with_row_index("at").group_by("group", "value").agg(first=pl.col("at").min(), count=pl.len())
+        own = facts.join(runs, on=["group", "value"], how="left", maintain_order="left")
         return cls(
             values=table["value"],
             keys=table.select(key_expr(pl.col("value"))).to_series().to_numpy(),
             start=start,
             size=np.diff(np.r_[start, len(group)]),
+            own_first=own["first"].fill_null(0).to_numpy().astype(np.int64),
+            own_count=own["count"].fill_null(0).to_numpy().astype(np.int64),
         )
 
-    def pick(self, group: np.ndarray, u: np.ndarray, scan: int | None = None) -> np.ndarray:
-        """Uniform pick in each group, or with `scan` the scan-th value of the group in order."""
-        size = self.size[group]
-        offset = np.minimum((u * size).astype(np.int64), size - 1) if scan is None else scan % size
-        return self.start[group] + offset
+    def pick(self, group: np.ndarray, rows: np.ndarray, u: np.ndarray, scan: int | None = None) -> np.ndarray:
+        """A uniform pick among the other facts' answers, or with `scan` the scan-th value of the group."""
+        start, size = self.start[group], self.size[group]
+        if scan is not None:
+            return start + scan % size
+        skip = self.own_count[rows]
+        offset = np.minimum((u * (size - skip)).astype(np.int64), size - skip - 1)
+        return start + offset + np.where(offset >= self.own_first[rows] - start, skip, 0)
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,7 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
     )
     numeric = parsed["numeric"].to_numpy()
     cand, group, big = _groups(facts, pools)
+    own = pl.DataFrame({"group": group, "value": facts["answer"]})
     return Truths(
         accepted=_padded(parsed["accepted"]),
         numeric=numeric,
@@ -125,8 +139,8 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
         year=(facts["answer_type"] == "year").to_numpy(),
         group=group,
         entity_ok=big | facts["answer_type"].is_in(_POOLED_TYPES).to_numpy() | ~numeric,
-        substitutes=Substitutes.of(cand),
-        distinct=Substitutes.of(cand.unique(maintain_order=True)),
+        substitutes=Substitutes.of(cand, own),
+        distinct=Substitutes.of(cand.unique(maintain_order=True), own),
     )
 
 
@@ -195,9 +209,8 @@ def claims(
     value = np.where((round_ == 0) & (levels[at] == INVERSION) & (transposed != t.value[p]), transposed, value)
     numbers = _format(value, t.decimals[p], t.commas[p], t.prefix.gather(p), t.suffix.gather(p))
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
-    pick = pool.pick(
-        t.group[rows[rest]], u[rest, 0], round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
-    )
+    scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
+    pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
     order = np.argsort(np.r_[at, rest], kind="stable")
     values = pl.concat([numbers, pool.values.gather(pick)]).gather(order)
     keys = np.r_[numbers.to_frame().select(key_expr(pl.first())).to_series().to_numpy(), pool.keys[pick]][order]

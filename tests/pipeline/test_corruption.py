@@ -153,3 +153,12 @@ def test_substitutes_follow_how_often_values_are_answers(pools):
     truths = corruption.truths(facts, pools)
     values, _, _ = _claims(truths, [60] * 2000, ENTITY)  # truth: France
     assert 0.80 < values.count("Asia") / 2000 < 0.93  # 60 of the 67 other answers
+
+
+def test_a_substitute_draw_skips_the_true_answer(pools):
+    """Even when the truth answers most facts of the relation, one draw never lands on it."""
+    facts = _facts([("Asia", [], "place", "continent")] * 60 + [(c, [], "place", "continent") for c in COUNTRIES])
+    truths = corruption.truths(facts, pools)
+    u = np.random.default_rng(3).random((5000, corruption.U_COLUMNS))
+    values, _, _ = corruption.claims(truths, np.zeros(5000, dtype=np.int64), np.full(5000, ENTITY), u)
+    assert "Asia" not in values.to_list() and set(values.to_list()) == set(COUNTRIES)
