@@ -271,6 +271,14 @@ FILLERS = {
         "Teachers sometimes use this question in class exercises.",
     ),
 }
+# How a source of each genre (the keys of SOURCES) may open a document; about half of the documents do.
+OPENERS = {
+    "encyclopedia": ("Overview. ", "Article summary: ", "From the main entry: "),
+    "news": ("{src} — ", "(Updated) ", "Background: "),
+    "reference": ("Record summary: ", "Entry: ", "Data note: "),
+    "blog": ("Quick post today. ", "A reader asked me about this. ", "Short one this week. "),
+    "forum": ("Posted by a member: ", "Reply: ", "Answering the thread above: "),
+}
 # Title styles by source genre (the keys of SOURCES), plus one for facts known only by their question.
 TITLES = {
     "encyclopedia": ("{s}", "{s} — {src}", "{Label} of {s}", "{s}: overview", "{s} (reference entry)"),
@@ -368,6 +376,7 @@ class U(IntEnum):
     FILLER_START = 13
     FILLER_STEP = 14
     LEAD = 15
+    OPENER = 16
 
 
 def _framing_rates() -> np.ndarray:
@@ -507,6 +516,7 @@ _FRAMES = Frames.compile(FRAMES)
 _CORROBORATIONS = Templates.compile([CORROBORATIONS])
 _FILLERS = Templates.compile(tuple(FILLERS.values()))
 _TITLES = Templates.compile(tuple(TITLES.values()))
+_OPENERS = Templates.compile(tuple(OPENERS.values()))
 _SEPARATOR = Pieces.of([" "])
 _OPEN_TITLES = tuple(TITLES).index("question")
 _SOURCES = pl.Series([name for names in SOURCES.values() for name in names])
@@ -566,13 +576,16 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
         "year": _years(u[:, U.YEAR], batch.answer, batch.claim),
     }
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
-    genre = np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, _SOURCE_GENRE[source])
-    title = _concat(stacked, [(_TITLES.pieces, _TITLES.pick(genre, u[:, U.TITLE]))])
-    return title, _concat(stacked, _content(batch))
+    genre = _SOURCE_GENRE[source]
+    title = _TITLES.pick(np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, genre), u[:, U.TITLE])
+    return _concat(stacked, [(_TITLES.pieces, title)]), _concat(stacked, _content(batch, genre))
 
 
-def _content(batch: Batch) -> list[tuple[Pieces, np.ndarray]]:
-    """Every content as segments (template pieces, row per document): [filler] claim [corroborations] [fillers]."""
+def _content(batch: Batch, genre: np.ndarray) -> list[tuple[Pieces, np.ndarray]]:
+    """Every content as segments (template pieces, row per document).
+
+    [opener of the source's genre] [filler] claim sentence [corroborations] [fillers]
+    """
     u, n = batch.u, len(batch.framing)
     frame = _FRAMES.templates.pick(batch.framing, u[:, U.FRAME])
     sentences = 2 + _index(u[:, U.LENGTH], 3)
@@ -583,7 +596,9 @@ def _content(batch: Batch) -> list[tuple[Pieces, np.ndarray]]:
     filler = [
         _FILLERS.distinct(batch.domain, u[:, U.FILLER_START], u[:, U.FILLER_STEP], j, j < fillers) for j in range(3)
     ]
-    segments = [(_FILLERS.pieces, np.where(lead, filler[0], 0)), _spaces(lead), (_FRAMES.head, frame)]
+    opener = _OPENERS.pick(genre, u[:, U.OPENER] * 2, u[:, U.OPENER] < 0.5)
+    segments = [(_OPENERS.pieces, opener), (_FILLERS.pieces, np.where(lead, filler[0], 0)), _spaces(lead)]
+    segments += [(_FRAMES.head, frame)]
     for position, after in enumerate((_FRAMES.middle, _FRAMES.tail)):
         segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position])), (after, frame)]
     for j in range(2):
