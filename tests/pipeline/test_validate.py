@@ -18,7 +18,7 @@ import pytest
 from test_writer import write_folder
 
 from pipeline.schema import EPISODE_SCHEMA, Manifest
-from pipeline.validate import INVARIANTS, NORMALIZE_MACROS, validate, violation_message
+from pipeline.validate import INVARIANTS, NORMALIZE_MACROS, length_stats, validate, violation_message
 from pipeline.writer import MANIFEST_NAME, file_sha256, write_manifest
 from reward_api.scoring import normalize
 
@@ -73,6 +73,18 @@ def test_good_folder_passes_with_metrics(tmp_path):
     assert chars["all"]["count"] == 512 and chars["clean"]["count"] + chars["corrupt"]["count"] == 512
     assert chars["all"]["p50"] <= chars["all"]["p95"] <= chars["all"]["max"]
     assert metrics["bytes"]["total"] == sum(p.stat().st_size for p in (tmp_path / "data").iterdir())
+
+
+def test_length_stats_use_nearest_rank():
+    assert length_stats({n: 1 for n in range(1, 101)}) == {
+        "count": 100,
+        "mean": 50.5,
+        "p50": 50,
+        "p95": 95,
+        "max": 100,
+    }
+    assert length_stats({7: 3, 300: 1}) == {"count": 4, "mean": 80.25, "p50": 7, "p95": 300, "max": 300}
+    assert length_stats({}) == {"count": 0, "mean": None, "p50": None, "p95": None, "max": None}
 
 
 def rewrite(root: Path, path: str, edit, row_group_rows: int = 4) -> None:
