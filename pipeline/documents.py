@@ -397,6 +397,21 @@ def _framing_rates() -> np.ndarray:
 FRAMING_RATES = _framing_rates()
 
 
+def _inversion_share() -> float:
+    """Share of corrupt contrast documents that are inversions, denying the truth itself.
+
+    An inversion of a number denies the truth and asserts its digits transposed (1987 vs 1978). Clean
+    contrast documents deny a transposed truth at this same rate, so a transposed pair in one document
+    does not mark it as corrupt.
+    """
+    share = np.array([len(TASKS) - level for level in range(len(CORRUPTION_LEVELS))], dtype=np.float64)
+    contrast = share * FRAMING_RATES[1:, CONTRAST]
+    return float(contrast[CORRUPTION_LEVELS.index("inversion")] / contrast.sum())
+
+
+TRANSPOSED_DECOY_RATE = _inversion_share()
+
+
 def framing(levels: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Framing per document from its requested corruption level (0 = clean) and one uniform draw."""
     cumulative = np.cumsum(FRAMING_RATES, axis=1)[levels]

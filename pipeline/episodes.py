@@ -61,6 +61,7 @@ class Slot(IntEnum):
     DECOY_PICK = 7  # sub: round * NUM_DOCS + document
     DECOY_SHAPE = 8  # same subs as DECOY_PICK
     STYLE = 9  # sub: document * STYLE_WORDS + word
+    DECOY_KIND = 10  # sub: document
 
 
 STYLE_WORDS = -(-len(documents.U) // 4)  # four 16-bit draws per 64-bit word
@@ -207,12 +208,20 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
 
 
 def _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim_key) -> pl.Series:
-    """The value a contrast framing denies: the truth in an inversion, else a wrong value unlike the claim."""
+    """The value a contrast framing denies: the truth in an inversion, else a wrong value unlike the claim.
+
+    Clean documents deny a transposed truth (as inversions assert one) at documents.TRANSPOSED_DECOY_RATE.
+    """
     rows = np.flatnonzero((framing == documents.CONTRAST) & (level != corruption.INVERSION))
+    u = np.empty(len(rows))
+    for d in range(NUM_DOCS):
+        at = doc[rows] == d
+        u[at] = _units(bits(seed, ids[episode[rows[at]]], Slot.DECOY_KIND, d), 1)[:, 0]
+    transposed = (level[rows] == 0) & (u < documents.TRANSPOSED_DECOY_RATE)
     values, _, _ = corruption.resolve(
         ctx.truths,
         fact[episode[rows]],
-        np.full(len(rows), corruption.NUMBER),
+        np.where(transposed, corruption.INVERSION, corruption.NUMBER),
         lambda items, round_: _claim_draws(
             seed, ids[episode[rows[items]]], doc[rows[items]] + round_ * NUM_DOCS, _DECOY
         ),

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
@@ -13,13 +15,13 @@ SEED = 99
 
 @pytest.fixture(scope="module")
 def docs(facts_dir) -> pl.DataFrame:
-    """One row per document of 4,000 episodes: episode_id, title, content, corrupt."""
+    """One row per document of 4,000 episodes: episode_id, answer_type, title, content, corrupt."""
     table = generate_episodes(
         pq.read_table(facts_dir / "facts.parquet"), build_pools(SEED), SEED, "train", np.arange(4000)
     )
     return (
         pl.from_arrow(table)
-        .select("episode_id", "documents", "doc_corruption")
+        .select("episode_id", "answer_type", "documents", "doc_corruption")
         .explode(["documents", "doc_corruption"])
         .unnest("documents")
         .with_columns(corrupt=pl.col("doc_corruption") != "none")
@@ -76,6 +78,19 @@ def test_no_single_document_cue_tells_corrupt_from_clean(docs):
     weight = np.log(p_corrupt / p_clean) - np.log((1 - p_corrupt) / (1 - p_clean))
     score = np.bincount(doc, weights=weight[token], minlength=len(tokens))
     assert _auc(score[~train], corrupt[~train]) < 0.6
+
+
+def test_transposed_pairs_are_no_corruption_cue(docs):
+    """Inversions deny a year and assert its digits swapped; clean contrast documents deny swapped truths as often."""
+    contrast = re.compile("|".join(re.escape(t.split("{")[0]) for t in documents.FRAMES[documents.CONTRAST]))
+    rates = {}
+    for corrupt in (True, False):
+        texts = docs.filter((pl.col("answer_type") == "year") & (pl.col("corrupt") == corrupt))["content"].to_list()
+        pairs = [re.findall(r"\b\d{4}\b", t) for t in texts if contrast.search(t)]
+        swapped = [a != b and sorted(a) == sorted(b) for a, b in (p for p in pairs if len(p) == 2)]
+        assert len(swapped) > 50
+        rates[corrupt] = np.mean(swapped)
+    assert rates[True] > 0.3 and abs(rates[True] - rates[False]) < 0.15, rates
 
 
 def test_wording_tables_fit_the_renderer():
