@@ -112,127 +112,122 @@ def set_field(target: int, /, **values):
     return lambda rows: row(rows, target).update(values)
 
 
-def set_claim(episode_id: int, position: int, claim):
-    return lambda rows: row(rows, episode_id)["doc_claims"].__setitem__(position, claim)
+def set_item(target: int, column: str, position, value):
+    """Set element `position` (an index, or a function of the episode giving one) of a list column."""
+
+    def edit(rows):
+        episode = row(rows, target)
+        episode[column][position(episode) if callable(position) else position] = value
+
+    return edit
 
 
-def first_corrupt(rows: list[dict], episode_id: int) -> int:
-    return row(rows, episode_id)["corrupt_ids"][0]
+def first_corrupt(episode: dict) -> int:
+    return episode["corrupt_ids"][0]
 
 
-def clean_position(rows: list[dict], episode_id: int) -> int:
-    return next(d for d in range(8) if d not in row(rows, episode_id)["corrupt_ids"])
+def first_clean(episode: dict) -> int:
+    return next(d for d in range(8) if d not in episode["corrupt_ids"])
 
 
-def same_wrong_claims(rows):
-    episode = row(rows, 7)  # adversarial: 4 corrupt documents against 4 clean ones
-    for position in episode["corrupt_ids"]:
-        episode["doc_claims"][position] = "Atlantis"
+def claim_at_corrupt(target: int, claims):
+    """Give the corrupt documents of `target` the claims in `claims`, in order."""
+
+    def edit(rows):
+        episode = row(rows, target)
+        for position, claim in zip(episode["corrupt_ids"], claims, strict=True):
+            episode["doc_claims"][position] = claim
+
+    return edit
 
 
-def swap_rows(rows):
-    rows[4], rows[5] = rows[5], rows[4]
+def swap_first_rows(rows):
+    rows[0], rows[1] = rows[1], rows[0]
 
 
-# (invariant or (invariant, also violated...), shard, edit, ids the message must name).
-# Episode 5 is "medium": documents 0 and 5 are corrupt.
-CASES = [
-    ("eight_documents", TRAIN0, lambda rows: row(rows, 5)["documents"].pop(), [5]),
-    ("eight_documents", TRAIN0, lambda rows: row(rows, 5)["documents"][0].update(doc_id=3), [5]),
-    # Episode 5's last document is clean, so a missing last claim also leaves it claiming nothing.
-    (("eight_documents", "clean_claims_true"), TRAIN0, lambda rows: row(rows, 5)["doc_claims"].pop(), [5]),
-    ("corrupt_ids", TRAIN0, lambda rows: row(rows, 5)["corrupt_ids"].reverse(), [5]),
-    ("task_matches_corrupt_count", TRAIN0, set_field(5, task="easy"), [5]),
-    (
-        "doc_corruption",
-        TRAIN0,
-        lambda rows: row(rows, 5)["doc_corruption"].__setitem__(first_corrupt(rows, 5), "none"),
-        [5],
-    ),
-    (
-        "doc_corruption",
-        TRAIN0,
-        lambda rows: row(rows, 5)["doc_corruption"].__setitem__(first_corrupt(rows, 5), "typo"),
-        [5],
-    ),
-    (
-        "doc_corruption",
-        TRAIN0,
-        lambda rows: row(rows, 5)["doc_corruption"].__setitem__(clean_position(rows, 5), "number"),
-        [5],
-    ),
-    # "Zoë Brontë-Li" normalises to "zoë brontëli": a corrupt document asserting it in other clothes.
-    ("corrupt_claims_false", TRAIN0, lambda rows: set_claim(5, first_corrupt(rows, 5), "ZOË  BRONTË-LI!")(rows), [5]),
-    ("corrupt_claims_false", TRAIN0, lambda rows: set_claim(5, first_corrupt(rows, 5), "zoe bronte li")(rows), [5]),
-    ("clean_claims_true", TRAIN0, lambda rows: set_claim(5, clean_position(rows, 5), "Zoe Bronte")(rows), [5]),
-    ("clean_claims_true", TRAIN0, lambda rows: set_claim(5, clean_position(rows, 5), None)(rows), [5]),
-    ("answer_strict_plurality", TRAIN0, same_wrong_claims, [7]),
-    ("max_budget", TRAIN0, set_field(5, max_budget=11), [5]),
-    ("answer_type", TRAIN0, set_field(5, answer_type="colour"), [5]),
-    ("ids_sorted_contiguous", TRAIN0, swap_rows, [4, 5]),
-    ("ids_sorted_contiguous", TRAIN0, set_field(5, episode_id=500), [500]),
-    ("ids_sorted_contiguous", TRAIN0, set_field(5, split="test"), [5]),
-    ("fact_in_one_split", "data/validation-00000-of-00001.parquet", set_field(41, fact_id="train:5"), [5, 41]),
-]
-
-
-@pytest.mark.parametrize(("invariant", "path", "edit", "ids"), CASES)
-def test_each_broken_invariant_is_named_with_its_episodes(tmp_path, invariant, path, edit, ids):
-    expected = {invariant} if isinstance(invariant, str) else set(invariant)
-    invariant = invariant if isinstance(invariant, str) else invariant[0]
-    write_folder(tmp_path, COUNTS)
-    rewrite(tmp_path, path, edit)
-    metrics = validate(tmp_path)
-    assert {name for name, count in metrics["violations"].items() if count} == expected
-    assert metrics["violation_examples"][invariant] == ids
-    assert f"{invariant}: {len(ids)} violations, e.g. {ids}" in violation_message(metrics)
-
-
-def test_plurality_holds_when_wrong_claims_disagree(tmp_path):
-    def split_vote(rows):
-        episode = row(rows, 7)
-        for n, position in enumerate(episode["corrupt_ids"]):
-            episode["doc_claims"][position] = "Atlantis" if n < 3 else "Lemuria"
-
-    write_folder(tmp_path, COUNTS)
-    rewrite(tmp_path, TRAIN0, split_vote)
-    assert validate(tmp_path)["violation_examples"] == {}
-
-
-def break_manifest_range(root: Path) -> None:
-    manifest = Manifest.model_validate_json((root / MANIFEST_NAME).read_text())
-    splits = {**manifest.splits, "test": manifest.splits["test"].model_copy(update={"first_id": 60})}
-    write_manifest(root, manifest.model_copy(update={"splits": splits}))
-
-
-def tamper(root: Path) -> None:
-    path = root / TRAIN0
-    data = bytearray(path.read_bytes())
-    data[100] ^= 0xFF
-    path.write_bytes(bytes(data))
-
-
-def regroup(root: Path) -> None:
-    table = pq.read_table(root / TRAIN0)
-    pq.write_table(table, root / TRAIN0, row_group_size=3)
-    fix_checksums(root)
-
-
-@pytest.mark.parametrize(
-    ("invariant", "damage", "message"),
-    [
-        ("manifest_ranges", break_manifest_range, "test starts at 60, expected 52"),
-        ("files_match_manifest", tamper, f"{TRAIN0}: bytes or sha256 differ from the manifest"),
-        ("files_match_manifest", lambda root: (root / TRAIN0).rename(root / "data" / "extra.parquet"), "missing"),
-        ("row_groups", regroup, f"{TRAIN0}: row groups [3, 3, 3, 3, 3, 1], expected groups of 4"),
+TRAIN1, TRAIN2 = "data/train-00001-of-00003.parquet", "data/train-00002-of-00003.parquet"
+VALIDATION = "data/validation-00000-of-00001.parquet"
+# Episode e has 1 + e % 4 corrupt documents at (e + 3r) % 8 and answer ANSWERS[e % 4] (e % 4 == 1: "Zoë Brontë-Li",
+# which normalises to "zoë brontëli", alias "Zoe Bronte Li"). Each edit breaks one episode in one way.
+EDITS = {
+    TRAIN0: [
+        lambda rows: row(rows, 1)["documents"].pop(),
+        lambda rows: row(rows, 2)["documents"][0].update(doc_id=3),
+        lambda rows: row(rows, 9)["doc_claims"].pop(),  # its last document is clean: it also claims nothing now
+        lambda rows: row(rows, 6)["corrupt_ids"].reverse(),
+        set_field(8, task="medium"),
+        set_item(10, "doc_corruption", first_corrupt, "none"),
+        set_item(11, "doc_corruption", first_corrupt, "typo"),
+        set_item(12, "doc_corruption", first_clean, "number"),
+        set_item(13, "doc_claims", first_corrupt, "ZOË  BRONTË-LI!"),
+        set_item(14, "doc_claims", first_clean, None),
+        claim_at_corrupt(7, ["Atlantis"] * 4),  # 4 corrupt documents agree: a tie with the 4 clean ones
+        claim_at_corrupt(3, ["Atlantis"] * 3 + ["Lemuria"]),  # 4 against 3: still a strict plurality
+        set_field(15, max_budget=11),
     ],
-)
-def test_file_invariants_name_the_file(tmp_path, invariant, damage, message):
+    TRAIN1: [
+        set_item(17, "doc_claims", first_corrupt, "zoe bronte li"),
+        set_item(21, "doc_claims", first_clean, "Zoe Bronte"),
+        set_field(16, answer_type="colour"),
+        set_field(18, episode_id=500),
+        set_field(19, split="test"),
+    ],
+    TRAIN2: [swap_first_rows],
+    VALIDATION: [set_field(41, fact_id="train:0")],
+}
+EXPECTED = {
+    "eight_documents": [1, 2, 9],
+    "corrupt_ids": [6],
+    "task_matches_corrupt_count": [8],
+    "doc_corruption": [10, 11, 12],
+    "corrupt_claims_false": [13, 17],
+    "clean_claims_true": [9, 14, 21],
+    "answer_strict_plurality": [7],
+    "max_budget": [15],
+    "answer_type": [16],
+    "ids_sorted_contiguous": [19, 32, 33, 500],
+    "fact_in_one_split": [0, 41],
+}
+
+
+def test_every_broken_invariant_is_named_with_its_episodes(tmp_path):
     write_folder(tmp_path, COUNTS)
-    damage(tmp_path)
+    for path, edits in EDITS.items():
+        rewrite(tmp_path, path, lambda rows, edits=edits: [edit(rows) for edit in edits])
     metrics = validate(tmp_path)
-    assert metrics["violations"][invariant] >= 1
-    assert any(message in example for example in metrics["violation_examples"][invariant])
+    assert metrics["violation_examples"] == EXPECTED
+    assert {name for name, count in metrics["violations"].items() if count} == set(EXPECTED)
+    message = violation_message(metrics)
+    for name, ids in EXPECTED.items():
+        assert f"{name}: {len(ids)} violations, e.g. {ids}" in message
+
+
+def test_file_invariants_name_the_files(tmp_path):
+    write_folder(tmp_path, COUNTS)
+    table = pq.read_table(tmp_path / TRAIN1)
+    pq.write_table(table, tmp_path / TRAIN1, row_group_size=3)  # true checksums, wrong row groups
+    fix_checksums(tmp_path)
+    data = bytearray((tmp_path / TRAIN0).read_bytes())
+    data[100] ^= 0xFF
+    (tmp_path / TRAIN0).write_bytes(bytes(data))
+    (tmp_path / TRAIN2).rename(tmp_path / "data" / "extra.parquet")
+    manifest = Manifest.model_validate_json((tmp_path / MANIFEST_NAME).read_text())
+    splits = {**manifest.splits, "test": manifest.splits["test"].model_copy(update={"first_id": 60})}
+    write_manifest(tmp_path, manifest.model_copy(update={"splits": splits}))
+
+    examples = validate(tmp_path)["violation_examples"]
+    assert examples["manifest_ranges"] == [
+        "test starts at 60, expected 52",
+        "data/test-00000-of-00001.parquet starts at 52, expected 60",
+        "test shards end at 64, expected 72",
+    ]
+    assert examples["files_match_manifest"] == [
+        "data/extra.parquet: not in the manifest",
+        f"{TRAIN0}: bytes or sha256 differ from the manifest",
+        f"{TRAIN2}: missing",
+    ]
+    assert examples["row_groups"] == [f"{TRAIN1}: row groups [3, 3, 3, 3, 3, 1], expected groups of 4"]
+    assert set(examples) == {"manifest_ranges", "files_match_manifest", "row_groups"}
 
 
 def run_stage(cwd: Path) -> subprocess.CompletedProcess:
