@@ -98,11 +98,16 @@ def test_load_dataset_streams_every_split(folder):
 
 
 def test_card_of_the_pipeline_dataset(dataset_dir, tmp_path):
+    """The episodes stage writes the card; it is reproducible from the manifest and shards, and loads."""
+    text = (dataset_dir / CARD_NAME).read_text()
+    assert all(f"**{kind}**: " in text for kind in CORRUPTION_LEVELS)
     root = tmp_path / "episodes"
     shutil.copytree(dataset_dir, root)
     manifest = Manifest.model_validate_json((root / MANIFEST_NAME).read_text())
     write_card(root, manifest)
-    text = (root / CARD_NAME).read_text()
-    assert all(f"**{kind}**: " in text for kind in CORRUPTION_LEVELS)
-    loaded = load_dataset(str(root), cache_dir=str(tmp_path / "cache"))
-    assert {split: loaded[split].num_rows for split in SPLITS} == {s: i.num_rows for s, i in manifest.splits.items()}
+    assert (root / CARD_NAME).read_text() == text
+    counts = {split: info.num_rows for split, info in manifest.splits.items()}
+    loaded = load_dataset(str(dataset_dir), cache_dir=str(tmp_path / "cache"))
+    assert {split: loaded[split].num_rows for split in SPLITS} == counts
+    streamed = load_dataset(str(dataset_dir), streaming=True)
+    assert {split: sum(1 for _ in streamed[split]) for split in SPLITS} == counts
