@@ -77,10 +77,11 @@ def apply(state: GameState, move: Move, key: EpisodeKey) -> Outcome:
         raise EpisodeOver(f"episode {state.episode_id} is over; reset to play again")
     used = state.budget_used + 1
     flagged = state.flagged
+    episode_id = state.episode_id
     if move.action_type == "submit_answer":
         breakdown = score_key(move.answer, flagged, move.confidence, used, key)
         return Outcome(
-            replace(state, budget_used=used, done=True), breakdown, f"submitted; reward {breakdown['total']}"
+            GameState(episode_id, flagged, used, True), breakdown, f"submitted; reward {breakdown['total']}"
         )
     if move.action_type == "flag_suspicious":
         flagged = flagged | {move.doc_id}
@@ -90,12 +91,11 @@ def apply(state: GameState, move: Move, key: EpisodeKey) -> Outcome:
         message = f"unflagged document {move.doc_id}"
     else:
         message = f"read document {move.doc_id}"
-    state = replace(state, flagged=flagged, budget_used=used)
     if used >= key.max_budget:
         breakdown = score_key("", flagged, 0.0, used, key)
         message += f"; budget exhausted, empty answer submitted; reward {breakdown['total']}"
-        return Outcome(replace(state, done=True), breakdown, message)
-    return Outcome(state, None, message)
+        return Outcome(GameState(episode_id, flagged, used, True), breakdown, message)
+    return Outcome(GameState(episode_id, flagged, used, False), None, message)
 
 
 def forfeit(state: GameState, key: EpisodeKey) -> Outcome:
