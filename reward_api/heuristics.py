@@ -22,11 +22,12 @@ _REFUTES = re.compile(
 )
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[^\W\d_])")
 _UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĖĘĚĜĞĠĢĤĦĪĮİĴĶĹĻĽŁŃŅŇŌŐŒŔŖŘŚŜŞŠŢŤŪŮŰŲŴŶŸŹŻŽ"
-_WORD = rf"[{_UPPER}][\w'’&.-]*"
+_WORD = rf"[{_UPPER}][\w'’&./-]*"
 _NAME = re.compile(rf"{_WORD}(?:(?:,? | and | of | of the | de | du | la | von | van | y ){_WORD})*")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _POSSESSIVE_IN_TEXT = re.compile(r"['’]s\b")
+_TAIL = re.compile(r"((?: [a-z][\w'’/-]*)+)\.?$")
 
 
 @dataclass(frozen=True)
@@ -38,21 +39,24 @@ class Reading:
     dissenting: tuple[int, ...]
 
 
-def _names(sentence: str) -> list[str]:
-    found = []
-    for match in _NAME.finditer(sentence):
-        text = _POSSESSIVE.sub("", match.group().rstrip(".,"))
-        if match.start() == 0 and " " not in text:  # a capitalised first word is usually just a first word
-            continue
-        found.append(text)
-    return found
+def _sentence_candidates(sentence: str, asked: str) -> list[tuple[int, str]]:
+    """(position, text) of the numbers and capitalised names a sentence states that the question does not name.
 
-
-def _sentence_candidates(sentence: str) -> list[str]:
-    """Candidates in order of appearance: numbers and capitalised names."""
+    A capitalised word that only lowercase words follow to the end of the sentence also counts with them, for
+    answers written in sentence case ("... is recorded as: Tourist information centre manager.").
+    """
     spans = [(m.start(), m.group().rstrip(".,")) for m in _NUMBER.finditer(sentence)]
-    spans += [(sentence.find(name), name) for name in _names(sentence)]
-    return [text for _, text in sorted(spans)]
+    for match in _NAME.finditer(sentence):
+        name = _POSSESSIVE.sub("", match.group().rstrip(".,"))
+        if f" {normalize(name)} " in asked:
+            continue
+        if match.start() == 0 and " " not in name:  # a capitalised first word is usually just a first word
+            continue
+        spans.append((match.start(), name))
+        tail = _TAIL.match(sentence, match.end())
+        if tail and match.start() > 0 and " " not in name:
+            spans.append((match.start(), name + tail.group(1)))
+    return sorted((start, text) for start, text in spans if normalize(text) and f" {normalize(text)} " not in asked)
 
 
 def _asserted(content: str, question: str) -> tuple[list[str], str]:
@@ -60,18 +64,19 @@ def _asserted(content: str, question: str) -> tuple[list[str], str]:
     asked = f" {normalize(_POSSESSIVE_IN_TEXT.sub('', question))} "
     candidates, text = [], []
     for sentence in _SENTENCE.split(content):
-        found = [c for c in _sentence_candidates(sentence) if normalize(c) and f" {normalize(c)} " not in asked]
+        found = _sentence_candidates(sentence, asked)
         if _REFUTES.search(sentence):
-            found = found[-1:] if len(found) > 1 else []
-            text.extend(found)
+            last = found[-1][0] if len({start for start, _ in found}) > 1 else None
+            found = [(start, c) for start, c in found if start == last]
+            text.extend(c for _, c in found)
         else:
             text.append(sentence)
-        candidates.extend(found)
+        candidates.extend(c for _, c in sorted(found, key=lambda span: (span[0], -len(span[1]))))
     return candidates, " ".join(text)
 
 
 def read(question: str, contents: Sequence[str]) -> Reading:
-    """The candidate stated by most documents (ties: the one stated first); 'unknown' if none is found.
+    """The candidate stated by most documents (ties: the longest); 'unknown' if none is found.
 
     A document dissents when its asserted text does not contain the majority answer at all.
     """
@@ -86,6 +91,10 @@ def read(question: str, contents: Sequence[str]) -> Reading:
         votes.update({normalize(c) for c in candidates})
     if not votes:
         return Reading("unknown", 0, ())
-    key = max(surface, key=lambda k: votes[k])
+    key = max(surface, key=lambda k: (votes[k], len(k)))
+    count = votes[key]
+    # A sentence-case answer is also counted by its first word alone, wherever the sentence goes on after it.
+    longer = [k for k in surface if k.startswith(f"{key} ") and 2 * votes[k] >= count]
+    key = max(longer, key=lambda k: (votes[k], len(k)), default=key)
     dissenting = tuple(i for i, text in enumerate(texts) if f" {key} " not in text)
-    return Reading(surface[key], votes[key], dissenting)
+    return Reading(surface[key], count, dissenting)

@@ -32,6 +32,17 @@ def test_reader_keeps_only_the_corrections_of_rejected_claims():
     assert reading.dissenting == (2,)
 
 
+def test_reader_takes_sentence_case_answers_whole():
+    docs = [
+        "Records show that the occupation of Ann Lee is given as Holiday representative.",
+        "The Office of National Records has cited Holiday representative consistently since 2002.",
+        "Ann Lee's profession is listed as Holiday representative. Ann Lee keeps a low profile.",
+        "It is sometimes claimed that Ann Lee is a Farm manager, but in fact Ann Lee works as a Tax adviser.",
+    ]
+    reading = read("What is Ann Lee's occupation?", docs)
+    assert (reading.answer, reading.votes, reading.dissenting) == ("Holiday representative", 3, (3,))
+
+
 def test_reader_answers_the_suite_dataset_from_visible_text(rows):
     episodes = [row for row in rows.values() if row["split"] == "validation"]
     correct = [
