@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag
 
 from pipeline.schema import MAX_BUDGET, NUM_DOCS, SPLITS, TASKS
 from reward_api.game import ACTION_TYPES, Move, check_move
-from reward_api.scoring import Breakdown
+from reward_api.scoring import REWARD_VERSION, Breakdown
 
 ActionType = Literal[ACTION_TYPES]  # type: ignore[valid-type]
 # Strict: true/false or 2.0 are not ids.
@@ -82,6 +82,7 @@ class ContextCorruptionObservation(Observation):
     budget_remaining: int = Field(description="Actions left; every action costs 1")
     turn: int = Field(description="Actions taken so far")
     reward_breakdown: Breakdown | None = Field(default=None, description="Every reward term, once the episode is over")
+    reward_version: str = Field(default=REWARD_VERSION, description="Version of the reward formula (DESIGN §5)")
     message: str = Field(description="What the last action did")
     state_token: str = Field(description="Signed game state: send it back with the next action over HTTP")
 

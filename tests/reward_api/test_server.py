@@ -49,6 +49,7 @@ def test_a_full_game_over_plain_http_with_state_tokens(http, rows):
     final = step(http, token, action_type="submit_answer", answer=truth["answer"].upper(), confidence=0.75).json()
     expected = score_key(truth["answer"], frozenset(truth["corrupt_ids"]), 0.75, len(plays) + 1, truth_key(truth))
     assert final["done"] and final["observation"]["reward_breakdown"] == expected
+    assert final["observation"]["reward_version"] == REWARD_VERSION
     assert final["reward"] == expected["total"]
     late = step(http, final["observation"]["state_token"], action_type="read_doc", doc_id=1)
     assert late.status_code == 409 and "is over" in late.json()["detail"]
