@@ -99,7 +99,7 @@ class Substitutes:
 class Truths:
     """Per-fact inputs for wrong claims (index = fact row), computed once per split."""
 
-    accepted: np.ndarray  # (facts, most aliases + 1) keys of the answer and its aliases, padded with the first
+    accepted: np.ndarray  # (facts, most aliases + 1): keys of the answer (column 0) and its aliases, padded
     numeric: np.ndarray
     prefix: pl.Series
     suffix: pl.Series
