@@ -95,14 +95,17 @@ def wrk(url: str, route: str, last_id: int, seconds: float) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(LUA[route].format(last=last_id))
     try:
-        cmd = ["wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{seconds:.0f}s", "--latency", "-s", script.name, url]
+        cmd = ["wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{seconds:.0f}s", "--timeout", "30s", "--latency"]
+        cmd += ["-s", script.name, url]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
     finally:
         os.unlink(script.name)
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if errors:
         raise RuntimeError(f"{route}: {errors.group(1)} error responses from {url}\n{out}")
-    latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.M))
+    latency = dict(re.findall(r"^\s+(50|99)(?:\.000)?%\s+(\S+)\s*$", out, re.M))
+    if len(latency) != 2:
+        raise RuntimeError(f"{route}: no latency distribution in wrk's output\n{out}")
     return {
         "requests": int(re.search(r"(\d+) requests in", out).group(1)),
         "rps": round(float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)), 1),
@@ -164,7 +167,8 @@ def inprocess_rate(data: Path, last_id: int, scores: int) -> dict:
 def measure(data: Path, seconds: float, batches: int, inproc: int) -> dict:
     manifest = json.loads((data / "manifest.json").read_text())
     last_id = sum(s["num_rows"] for s in manifest["shards"]) - 1
-    results: dict = {"episodes": last_id + 1, "connections": CONNECTIONS, "seconds": seconds}
+    results: dict = {"episodes": last_id + 1, "connections": CONNECTIONS, "seconds": seconds, "cores": os.cpu_count()}
+    results["load_avg_before"] = round(os.getloadavg()[0], 2)  # a shared machine's other work skews every figure
     with floor_server() as floor:
         results["floor"] = {route: wrk(floor.url, route, last_id, seconds) for route in LUA}
     with local_server(data) as served:
@@ -173,6 +177,7 @@ def measure(data: Path, seconds: float, batches: int, inproc: int) -> dict:
         results["batch"] = batch_rate(served, last_id, batches)
         results["rss_mb"] = rss_mb(served.pid)
     results["inprocess"] = inprocess_rate(data, last_id, inproc)
+    results["load_avg_after"] = round(os.getloadavg()[0], 2)
     results["ratios"] = {
         route: {
             "rps": round(results["server"][route]["rps"] / results["floor"][route]["rps"], 3),
@@ -262,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(table(rows))
+    load = f"{results['load_avg_before']} before, {results['load_avg_after']} after"
+    print(f"load average (1 min): {load}, on {os.cpu_count()} cores")
     return 0
 
 
