@@ -125,6 +125,9 @@ def test_requirements_are_serving_only():
     assert names.isdisjoint(TRAINING_ONLY)
     assert installed_closure(serve_requirements()).isdisjoint(TRAINING_ONLY)
     assert all(str(r.specifier).startswith("==") for r in serve_requirements()), "pin every serving requirement"
+    tested = {r.name: distribution(r.name).version for r in serve_requirements()}
+    stale = [f"{r} (tested with {tested[r.name]})" for r in serve_requirements() if tested[r.name] not in r.specifier]
+    assert not stale, f"the image would run other versions than the tests: {stale}"
 
 
 def test_every_loaded_distribution_is_installed_by_the_image(loaded):
