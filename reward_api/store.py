@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import queue
 import threading
 from collections import OrderedDict
@@ -35,11 +36,15 @@ from reward_api.scoring import REWARD_VERSION, EpisodeKey
 log = logging.getLogger(__name__)
 
 MANIFEST_NAME = "manifest.json"
-DEFAULT_CACHE_MB = 64
+# Random ids over a large dataset almost never hit the row-group cache, and games hit the view cache:
+# a small group cache keeps the RSS down (a decoded group of 256 episodes is ~2 MB).
+DEFAULT_CACHE_MB = 16
 DEFAULT_CACHE_KEYS = 16384
-# Agent views kept per episode (~3 KB each): every /step of a game after its /reset is then a hit,
-# however much random traffic cycles the row-group cache in between.
-DEFAULT_CACHE_VIEWS = 4096
+# Agent views kept per episode (~10 KB each as Python objects): every /step of a game after its /reset
+# is then a hit, however much random traffic cycles the row-group cache in between.
+DEFAULT_CACHE_VIEWS = 2048
+# Row groups decoded at once: more threads than cores only add decode buffers to the RSS.
+MAX_PARALLEL_READS = max(2, os.cpu_count() or 2)
 
 
 class StoreError(RuntimeError):
@@ -162,6 +167,7 @@ class EpisodeStore:
         for idle, handle in zip(self._idle, self._files, strict=True):
             idle.put(handle)
         self._task_lock = threading.Lock()
+        self._reads = threading.BoundedSemaphore(MAX_PARALLEL_READS)
         self._groups = _Lru(int(cache_mb * 2**20), weigh=lambda table: table.nbytes)
         self._keys = _Lru(cache_keys)
         self._views = _Lru(DEFAULT_CACHE_VIEWS)
@@ -200,7 +206,7 @@ class EpisodeStore:
 
     def _group(self, loc: Location, columns: tuple[str, ...]) -> pa.Table:
         def load() -> pa.Table:
-            with self._reader(loc.shard) as handle:
+            with self._reads, self._reader(loc.shard) as handle:
                 return handle.read_row_group(loc.group, columns=list(columns), use_threads=False)
 
         return self._groups.get((loc.shard, loc.group, columns), load)
