@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from pipeline.schema import TASKS, VISIBLE_COLUMNS
 from reward_api.baselines import AGENTS, Submission, episode_ids, main, random_submissions, reader_submissions
@@ -14,6 +16,8 @@ from reward_api.metrics import stats
 from reward_api.scoring import accepted_answers, normalize, score_submission_key
 from tests.conftest import SMALL_EPISODES
 from tests.reward_api.conftest import truth_key
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _view(row: dict) -> dict:
@@ -121,6 +125,10 @@ def test_baselines_over_a_running_server(dataset_dir, base_url, rows, tmp_path):
             < threshold
             < agents["oracle"]["tasks"][task]["mean_reward"]
         )
+    declared = yaml.safe_load((ROOT / "openenv.yaml").read_text())["validation"]["reward"]
+    best = declared["range"][1]
+    assert min(t["mean_reward"] for t in agents["oracle"]["tasks"].values()) >= best - declared["oracle_tolerance"]
+    assert agents["random"]["all"]["mean_reward"] <= best - declared["floor_margin"]
     table = out.with_suffix(".md").read_text()
     assert table.count("| oracle |") == len(agents["oracle"]["tasks"]) + 1
 
