@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))  # run as a script: `benchmarks.literal` and `pipe
 
 from pipeline.params import EpisodesParams, FactsParams, read_params, section, seed  # noqa: E402
 
+STAGES = ("facts", "episodes", "validate")
 TARGETS = {
     "ours_vs_literal_per_core_min": 50.0,
     "ours_vs_floor_max": 3.0,
@@ -56,19 +57,24 @@ def child_ours(work: Path, total: int) -> dict:
     from pipeline.validate import validate, violation_message
 
     data = read_params(ROOT / "params.yaml")
-    build_seed, stages = seed(data), {}
-    start = time.perf_counter()
+    build_seed, marks = seed(data), [time.time()]  # wall-clock stage ends, so the parent can split its RSS samples
     write_facts(build_facts(section(data, "facts", FactsParams), build_seed), work / "facts")
-    stages["facts"] = time.perf_counter() - start
+    marks.append(time.time())
     params = scaled(section(data, "episodes", EpisodesParams), total)
     manifest = build_episodes(work / "facts", work / "episodes", params, build_seed)
-    stages["episodes"] = time.perf_counter() - start - stages["facts"]
+    marks.append(time.time())
     metrics = validate(work / "episodes")
-    stages["validate"] = time.perf_counter() - start - stages["facts"] - stages["episodes"]
+    marks.append(time.time())
     if message := violation_message(metrics):
         raise SystemExit(message)
     size = sum(shard.bytes for shard in manifest.shards)
-    return {"episodes": total, "workers": params.workers, "stages_s": stages, "bytes": size}
+    return {
+        "episodes": total,
+        "workers": params.workers,
+        "stage_marks": dict(zip(STAGES, marks[1:], strict=True)),
+        "stages_s": {stage: end - begin for stage, begin, end in zip(STAGES, marks, marks[1:], strict=False)},
+        "bytes": size,
+    }
 
 
 def child_literal(work: Path, seconds: float) -> dict:
@@ -124,15 +130,14 @@ def measure(mode: str, work: Path, *extra: str) -> dict:
     proc = subprocess.Popen(
         [sys.executable, __file__, "--child", mode, "--work", str(work), *extra], stdout=subprocess.PIPE, text=True
     )
-    peak, done = 0, threading.Event()
+    samples: list[tuple[float, int]] = []  # (wall clock, RSS of the whole process tree)
+    done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
-        with_tree = psutil.Process(proc.pid)
+        root = psutil.Process(proc.pid)
         while not done.wait(0.05):
             try:
-                procs = [with_tree, *with_tree.children(recursive=True)]
-                peak = max(peak, sum(p.memory_info().rss for p in procs))
+                samples.append((time.time(), sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])))
             except psutil.Error:
                 continue
 
@@ -145,8 +150,16 @@ def measure(mode: str, work: Path, *extra: str) -> dict:
     if proc.returncode:
         raise SystemExit(f"benchmark child {mode} failed with exit status {proc.returncode}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {**json.loads(out.strip().splitlines()[-1]), "wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": peak}
+    result = json.loads(out.strip().splitlines()[-1])
+    result |= {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+    result["peak_rss_bytes"] = max((rss for _, rss in samples), default=0)
+    if marks := result.pop("stage_marks", None):
+        ends = list(marks.values())
+        result["stage_peak_rss_bytes"] = {
+            stage: max((rss for t, rss in samples if (i == 0 or t >= ends[i - 1]) and t < end), default=0)
+            for i, (stage, end) in enumerate(marks.items())
+        }
+    return result
 
 
 def run(sizes: list[int], default: int, literal_seconds: float, out: Path, keep: bool) -> dict:
@@ -209,7 +222,11 @@ def report(results: dict) -> str:
     for total, ours in results["ours"].items():
         floor = results["floor"][total]
         rows.append(row(f"ours {total}", ours, ours["wall_s"], ours["cpu_s"]))
-        rows.append("  stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in ours["stages_s"].items()))
+        peaks = ours["stage_peak_rss_bytes"]
+        rows.append(
+            "  stages: "
+            + ", ".join(f"{k} {v:.1f} s ({peaks[k] / 2**20:,.0f} MB)" for k, v in ours["stages_s"].items())
+        )
         rows.append(row(f"floor (write) {total}", floor, floor["write_s"], floor["timed_cpu_s"]))
     lit = results["literal"]
     rows.append(row("literal (1 core)", lit, lit["generate_s"] + lit["write_s"], lit["timed_cpu_s"]))
