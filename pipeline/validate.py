@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import Counter
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.schema import ANSWER_TYPES, CORRUPTION_KINDS, MAX_BUDGET, NUM_DOCS, SPLITS, TASKS, Manifest, ShardInfo
@@ -33,9 +33,7 @@ def _chars(points: list[int]) -> str:
 
 
 # Python's whitespace (str.isspace); every such character lies in the BMP.
-_WS_POINTS = [p for p in range(0x10000) if chr(p).isspace()]
-_WS = _chars(_WS_POINTS)
-_WS_BUT_SPACE = _chars([p for p in _WS_POINTS if p != 0x20])
+_WS = _chars([p for p in range(0x10000) if chr(p).isspace()])
 # Python lowercases a final capital sigma to ς: after a cased letter and not before one, skipping
 # case-ignorable characters (Unicode SpecialCasing Final_Sigma). Cased = Lu/Ll/Lt + Other_Lowercase/Uppercase.
 _CASED = r"\p{Lu}\p{Ll}\p{Lt}" + "".join(
@@ -52,19 +50,24 @@ _FINAL_SIGMA = (
     f"([{_CASE_IGNORABLE}]*(?:[^{_CASED}{_CASE_IGNORABLE}]|$))', '\\1ς\\2', 'g') ELSE s END"
 )
 _KEEP = f"[^\\p{{L}}\\p{{N}}_{_WS}]"
-# The reward's normalize() as DuckDB macros: norm(s). Each regexp_replace runs only where a regexp_matches
-# (several times cheaper) finds something to strip or collapse: most answers need neither.
+# The reward's normalize() as DuckDB macros, in two steps so that a caller can compute the first once per
+# string (a macro repeats its argument wherever its body does): lower_sigma(s), then norm_lower(x).
+# norm(s) chains them. The regexp_replace calls run only where a regexp_matches (several times cheaper) finds
+# something to strip or collapse: most answers need neither.
 NORMALIZE_MACROS = (
-    f"CREATE MACRO norm_collapse(y) AS CASE WHEN regexp_matches(y, '[{_WS_BUT_SPACE}]|  |^ | $') "
-    f"THEN trim(regexp_replace(y, '[{_WS}]+', ' ', 'g')) ELSE y END",
+    f"CREATE MACRO lower_sigma(s) AS lower({_FINAL_SIGMA})",
     "CREATE MACRO norm_lower(x) AS CASE WHEN regexp_matches(x, '[^\\p{L}\\p{N}_ ]|  |^ | $') "
-    f"THEN norm_collapse(regexp_replace(x, '{_KEEP}', '', 'g')) ELSE x END",
-    f"CREATE MACRO norm(s) AS norm_lower(lower({_FINAL_SIGMA}))",
+    f"THEN trim(regexp_replace(regexp_replace(x, '{_KEEP}', '', 'g'), '[{_WS}]+', ' ', 'g')) ELSE x END",
+    "CREATE MACRO norm(s) AS norm_lower(lower_sigma(s))",
 )
 
 
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _sql_list(values: tuple[str, ...]) -> str:
-    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+    return "[" + ", ".join(_literal(v) for v in values) + "]"
 
 
 _LEVELS = _sql_list(CORRUPTION_KINDS[1:])
@@ -130,47 +133,63 @@ INVARIANTS = (*EPISODE_INVARIANTS, "fact_in_one_split", *FILE_INVARIANTS)
 def _checked_sql() -> str:
     """The one pass over the shards, materialised as `checked`: everything the invariants and metrics read,
     with answers, aliases and claims normalised exactly once (a table: DuckDB would otherwise inline k{p}
-    into every check that reads it)."""
-    # Aliases as scalars (most answers have none or one, and CASE evaluates a branch only for its rows);
-    # longer lists (rare) take the slower lambda.
+    into every check that reads it). `lowered` holds lower_sigma() of each string that needs normalising, so
+    norm_lower() reads a column; a claim equal to the answer needs no work."""
+    lowered = ", ".join(
+        [
+            "lower_sigma(answer) AS l_answer",
+            *(
+                f"CASE WHEN len(answer_aliases) BETWEEN {j} AND {_ALIAS_SLOTS} "
+                f"THEN lower_sigma(answer_aliases[{j}]) END AS l_alias{j}"
+                for j in range(1, _ALIAS_SLOTS + 1)
+            ),
+            *(
+                f"CASE WHEN doc_claims[{p}] != answer THEN lower_sigma(doc_claims[{p}]) END AS l{p}"
+                for p in _POSITIONS
+            ),
+        ]
+    )
+    # Aliases as scalars (most answers have none or one); longer lists (rare) take the slower lambda.
     aliases = "".join(
-        f"WHEN len(answer_aliases) = {n} THEN [{', '.join(f'norm(answer_aliases[{j}])' for j in range(1, n + 1))}] "
+        f"WHEN len(answer_aliases) = {n} THEN [{', '.join(f'norm_lower(l_alias{j})' for j in range(1, n + 1))}] "
         for n in range(1, _ALIAS_SLOTS + 1)
     )
     accepted = (
-        f"list_distinct(list_concat([{_IS_ANSWER}, norm(answer)], "
+        f"list_distinct(list_concat([{_IS_ANSWER}, norm_lower(l_answer)], "
         f"CASE WHEN len(answer_aliases) = 0 THEN []::VARCHAR[] {aliases}"
         "ELSE list_transform(answer_aliases, lambda a: norm(a)) END))"
     )
     keys = ", ".join(
-        f"CASE WHEN doc_claims[{p}] = answer THEN {_IS_ANSWER} ELSE norm(doc_claims[{p}]) END AS k{p}"
-        for p in _POSITIONS
+        f"CASE WHEN doc_claims[{p}] = answer THEN {_IS_ANSWER} ELSE norm_lower(l{p}) END AS k{p}" for p in _POSITIONS
     )
     return f"""
     CREATE TEMP TABLE checked AS
-    SELECT episode_id, e.split, task, answer_type, source, fact_id, max_budget, corrupt_ids, doc_corruption,
+    WITH lowered AS (
+        SELECT e.*, s.split AS shard_split, s.first_id AS shard_first_id, {lowered}
+        FROM episodes e LEFT JOIN shards s ON e.filename = s.file
+    )
+    SELECT episode_id, split, task, answer_type, source, fact_id, max_budget, corrupt_ids, doc_corruption,
         list_transform(documents, lambda d: d.doc_id)::BIGINT[] = range({NUM_DOCS})
             AND len(doc_corruption) = {NUM_DOCS} AND len(doc_claims) = {NUM_DOCS} AS docs_ok,
         list_transform(documents, lambda d: length(d.content)) AS doc_chars,
-        episode_id = s.first_id + file_row_number AND e.split IS NOT DISTINCT FROM s.split AS ids_ok,
+        episode_id = shard_first_id + file_row_number AND split IS NOT DISTINCT FROM shard_split AS ids_ok,
         {accepted} AS accepted, {keys}
-    FROM episodes e LEFT JOIN shards s ON e.filename = s.file
+    FROM lowered
     """
 
 
-def connect(root: Path, shards: list[ShardInfo]) -> duckdb.DuckDBPyConnection:
+def connect(root: Path, shards: list[ShardInfo], progress: bool = False) -> duckdb.DuckDBPyConnection:
     """A connection with the `norm` macro, an `episodes` view over the given shards and a `shards` table."""
     con = duckdb.connect()
+    con.execute(f"SET enable_progress_bar = {str(progress).lower()}")
     for macro in NORMALIZE_MACROS:
         con.execute(macro)
-    files = [str(Path(root).resolve() / s.path) for s in shards]
-    con.register(
-        "shards",
-        pa.table({"file": files, "split": [s.split for s in shards], "first_id": [s.first_id for s in shards]}),
-    )
-    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    files = [_literal(str(Path(root).resolve() / s.path)) for s in shards]
+    rows = ", ".join(f"({file}, {_literal(s.split)}, {s.first_id})" for file, s in zip(files, shards, strict=True))
+    con.execute(f"CREATE TEMP TABLE shards AS SELECT * FROM (VALUES {rows}) AS t(file, split, first_id)")
     con.execute(
-        f"CREATE VIEW episodes AS SELECT * FROM read_parquet([{listed}], filename = true, file_row_number = true)"
+        f"CREATE VIEW episodes AS SELECT * FROM read_parquet([{', '.join(files)}], filename = true, "
+        "file_row_number = true)"
     )
     return con
 
@@ -290,14 +309,16 @@ def read_manifest(root: Path) -> Manifest:
     return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
 
 
-def validate(root: Path) -> dict:
-    """Check every invariant of the dataset folder `root`; return the metrics (violations included)."""
+def validate(root: Path, progress: bool = False) -> dict:
+    """Check every invariant of the dataset folder `root`; return the metrics (violations included).
+
+    `progress` shows DuckDB's progress bar (for the stage's entry point)."""
     root = Path(root).resolve()
     manifest = read_manifest(root)
     file_problems, shards = _check_files(root, manifest)
     if not shards:
         raise ValueError(f"{root}: no shard matches manifest.json: {file_problems[:MAX_EXAMPLES]}")
-    con = connect(root, shards)
+    con = connect(root, shards, progress)
     con.execute(_checked_sql())
     found = _episode_violations(con)
     rows, row_groups = _row_group_problems(root, shards, manifest.row_group_rows)
@@ -334,12 +355,19 @@ def violation_message(metrics: dict) -> str:
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    metrics = validate(DATA_DIR)
+    started = time.perf_counter()
+    metrics = validate(DATA_DIR, progress=True)
     METRICS_PATH.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(METRICS_PATH, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     if message := violation_message(metrics):
         raise SystemExit(message)
-    log.info("validate: %d episodes, every invariant holds; metrics in %s", metrics["episodes"]["total"], METRICS_PATH)
+    log.info(
+        "validate: %s episodes, all %d invariants hold (%.1f s); metrics in %s",
+        f"{metrics['episodes']['total']:,}",
+        len(INVARIANTS),
+        time.perf_counter() - started,
+        METRICS_PATH,
+    )
 
 
 if __name__ == "__main__":
