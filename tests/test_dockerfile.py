@@ -22,6 +22,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from reward_api.localserver import free_port, wait_healthy
+
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING_ONLY = {"torch", "trl", "transformers", "peft", "dvc", "datasets", "gradio", "polars", "duckdb"}
 # Shipped with the python:3.11-slim image itself.
@@ -144,6 +146,32 @@ def test_every_loaded_project_file_is_copied(loaded):
     assert any(f.parent.name == "reward_api" for f in files)
     uncopied = [str(f.relative_to(ROOT)) for f in files if not any(f == c or f.is_relative_to(c) for c in copied)]
     assert not uncopied, f"the server imports files the image does not copy: {uncopied}"
+
+
+def image_env() -> dict[str, str]:
+    """The variables the Dockerfile's ENV instructions set."""
+    return dict(pair.split("=", 1) for kind, a in instructions() if kind == "ENV" for pair in a.split())
+
+
+def test_image_command_serves_and_its_health_check_passes(dataset_dir, tmp_path):
+    """The CMD, started with the image's environment (dataset, host and port swapped for test ones), gets healthy,
+    and the HEALTHCHECK command itself passes against it, and fails once it is gone."""
+    port = free_port()
+    env = {**os.environ, **image_env(), "HF_HOME": str(tmp_path / "hf"), "CONTEXTCORRUPTION_STATE_KEY": "k"}
+    env |= {"CONTEXTCORRUPTION_DATA": str(dataset_dir), "CONTEXTCORRUPTION_HOST": "127.0.0.1"}
+    env["CONTEXTCORRUPTION_PORT"] = str(port)
+    steps = dict(instructions())
+    command = [sys.executable if part == "python" else part for part in json.loads(steps["CMD"])]
+    check = json.loads(steps["HEALTHCHECK"].split(" CMD ", 1)[1])
+    check = [sys.executable if part == "python" else part.replace("7860", str(port)) for part in check]
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", proc, 120)
+        assert subprocess.run(check, timeout=30).returncode == 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert subprocess.run(check, timeout=30, capture_output=True).returncode != 0
 
 
 def test_dockerignore_lets_the_copied_files_through():
