@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
+import psutil  # installed with dvc, a core dependency
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: `benchmarks.literal` and `pipeline` from this checkout
