@@ -50,9 +50,12 @@ def write_hub_params(project: Path, repo_id: str, revision_tag: str = "v1", priv
     (project / "params.yaml").write_text(yaml.safe_dump({"seed": 1, "hub": hub}))
 
 
-def run_publish(project: Path, endpoint: str, token: str | None = TOKEN) -> subprocess.CompletedProcess:
+def run_publish(
+    project: Path, endpoint: str, token: str | None = TOKEN, **extra_env: str
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env |= {"HF_ENDPOINT": endpoint, "HF_HOME": str(project / ".hf-home"), "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    env |= extra_env
     if token is not None:
         env["HF_TOKEN"] = token
     cmd = [sys.executable, "-m", "pipeline.publish"]
@@ -105,6 +108,14 @@ def test_snapshot_download_of_the_tag_returns_the_published_bytes(published, tmp
     downloaded = local_files(Path(path))
     assert downloaded.pop(".gitattributes")
     assert downloaded == local_files(project / "data" / "episodes")
+
+
+def test_publish_without_hf_xet_takes_the_plain_commit_path(project, hub):
+    result = run_publish(project, hub.endpoint, HF_HUB_DISABLE_XET="1")
+
+    assert result.returncode == 0, result.stderr
+    assert remote_dataset(hub, "v1") == local_files(project / "data" / "episodes")
+    assert receipt(project)["commit"] == hub.tags(REPO)["v1"]
 
 
 @pytest.mark.parametrize(
