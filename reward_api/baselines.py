@@ -150,9 +150,12 @@ def run(data: Path, url: str | None, split: str, episodes: int, seed: int) -> di
     hidden = truth(data, split, ids)
     server = local_server(data) if url is None else nullcontext(Served(url.rstrip("/"), 0, 0.0))
     with server as served, httpx.Client(base_url=served.url, timeout=60) as client:
-        served = client.get("/manifest").json()["params_hash"]
-        if served != read_manifest(data).params_hash:
-            raise SystemExit(f"{served.url} serves another dataset (params hash {served}) than {data}")
+        try:
+            params_hash = client.get("/manifest").raise_for_status().json()["params_hash"]
+        except httpx.HTTPError as exc:
+            raise SystemExit(f"no reward server at {served.url} ({exc})") from exc
+        if params_hash != read_manifest(data).params_hash:
+            raise SystemExit(f"{served.url} serves another dataset (params hash {params_hash}) than {data}")
         plays = play(client, ids, hidden, seed)
     return summarize(plays, hidden, split=split, seed=seed, tasks=TASKS)
 

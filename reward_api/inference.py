@@ -170,7 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     model = "heuristic" if args.heuristic else os.environ.get("MODEL_NAME", DEFAULT_MODEL)
     with httpx.Client(base_url=args.url.rstrip("/"), timeout=120) as env:
-        thresholds = {t["name"]: t["success_threshold"] for t in env.get("/tasks").raise_for_status().json()}
+        try:
+            thresholds = {t["name"]: t["success_threshold"] for t in env.get("/tasks").raise_for_status().json()}
+        except httpx.HTTPError as exc:
+            raise SystemExit(f"no reward server at {args.url} ({exc}); start one with python -m reward_api") from exc
         env_name = env.get("/metadata").raise_for_status().json()["name"]
         tasks = args.tasks.split(",") if args.tasks else list(thresholds)
         unknown = sorted(set(tasks) - set(thresholds))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -138,3 +139,14 @@ def test_baselines_serve_the_folder_themselves(dataset_dir, tmp_path):
     out = tmp_path / "b.json"
     assert main(["--data", str(dataset_dir), "--episodes", "20", "--split", "test", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["split"] == "test"
+
+
+def test_a_server_of_another_dataset_or_none_is_refused(dataset_dir, base_url, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(dataset_dir, other)
+    manifest = json.loads((other / "manifest.json").read_text())
+    (other / "manifest.json").write_text(json.dumps({**manifest, "params_hash": "0" * 64}))
+    with pytest.raises(SystemExit, match="serves another dataset"):
+        main(["--data", str(other), "--url", base_url, "--episodes", "5"])
+    with pytest.raises(SystemExit, match="no reward server at http://127.0.0.1:9"):
+        main(["--data", str(dataset_dir), "--url", "http://127.0.0.1:9", "--episodes", "5"])
