@@ -154,3 +154,13 @@ def test_manifest_hash_follows_the_facts(facts_dir, tmp_path):
     pq.write_table(table.slice(1), changed / "facts.parquet")
     assert build_episodes(changed, tmp_path / "b", TINY, SEED).params_hash != first
     assert build_episodes(facts_dir, tmp_path / "c", TINY, SEED).params_hash == first
+
+
+def test_rows_do_not_depend_on_the_shard_size(facts_dir, tmp_path):
+    def rows(params):
+        manifest = build_episodes(facts_dir, tmp_path / str(params.shard_rows), params, SEED)
+        shards = sorted(manifest.shards, key=lambda s: s.first_id)
+        return pa.concat_tables([pq.read_table(tmp_path / str(params.shard_rows) / s.path) for s in shards])
+
+    small = rows(TINY.model_copy(update={"shard_rows": 64}))
+    assert small.num_rows == 420 and small.equals(rows(TINY))
