@@ -7,8 +7,9 @@ neutral filler about the subject. Clean and corrupt documents draw sources, titl
 lengths from the same tables and framings at the same overall rate (`FRAMING_RATES`): the corruption
 kind decides the value asserted, not the wording, so no single-document cue gives it away.
 
-Rendering gathers template pieces by index and concatenates each output column once (`Templates`):
-no Python loop per document.
+Templates compile to integer piece codes (literal ids and slot ids, `Pieces`); rendering lays out every
+document's pieces with numpy, gathers them in one polars call and takes the gathered bytes as the output
+column (`_concat`): no Python loop per document, and each output byte is written once.
 """
 
 from __future__ import annotations
