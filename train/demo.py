@@ -38,6 +38,7 @@ class DemoParams(BaseModel):
     hidden_size: int = Field(64, gt=0)
     num_hidden_layers: int = Field(2, gt=0)
     sft_steps: int = Field(200, gt=0)
+    sft_batch_size: int = Field(4, gt=0)
     sft_learning_rate: float = Field(2e-3, gt=0)
     grpo_steps: int = Field(30, gt=0)
     grpo_learning_rate: float = Field(1e-3, gt=0)
@@ -61,7 +62,7 @@ def sft(base: Path, rows: list[dict[str, Any]], params: DemoParams, out: Path) -
     config = SFTConfig(
         output_dir=str(out / "sft_run"),
         max_steps=params.sft_steps,
-        per_device_train_batch_size=8,
+        per_device_train_batch_size=params.sft_batch_size,
         learning_rate=params.sft_learning_rate,
         lr_scheduler_type="cosine",
         warmup_steps=max(1, params.sft_steps // 20),

@@ -12,14 +12,16 @@ from pathlib import Path
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 from trl.chat_template_utils import qwen2_5_chat_template
 
 from train.prompts import ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-_SYNTAX_REPEATS = 200
+# The one-shot submission's fixed syntax as whole tokens, so that a small model learns the format in a
+# few hundred steps and what it must learn is the content (answer, flags, confidence).
+SYNTAX_TOKENS = ('{"answer": "', '", "flagged_ids": [', '], "confidence": ')
 
 
 class TinyConfig(BaseModel):
@@ -47,6 +49,7 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenize
         show_progress=False,
     )
     tok.train_from_iterator(_with_fixed_text(texts), trainer=trainer)
+    tok.add_tokens([AddedToken(text, normalized=False) for text in SYNTAX_TOKENS])
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|im_end|>",
@@ -57,11 +60,8 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenize
 
 
 def _with_fixed_text(texts: Iterable[str]) -> Iterator[str]:
-    """The prompts, and the output syntax often enough that its keys become single tokens."""
     yield from (ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT)
-    for _ in range(_SYNTAX_REPEATS):
-        yield '{"answer": "", "flagged_ids": [0, 1, 2, 3, 4, 5, 6, 7], "confidence": 0.5}'
-        yield '<tool_call>\n{"name": "flag_suspicious", "arguments": {"doc_id": 3}}\n</tool_call>'
+    yield '<tool_call>\n{"name": "flag_suspicious", "arguments": {"doc_id": 3}}\n</tool_call>'
     yield from texts
 
 
