@@ -26,11 +26,19 @@ def facts() -> pl.DataFrame:
             continue
         name, symbol = element.name.capitalize(), element.symbol
         mass, mass_aliases = atomic_mass(element.mass)
-        for relation, question, answer, aliases, kind in (
-            ("element_symbol", f"What is the chemical symbol of {element.name}?", symbol, [], "text"),
-            ("atomic_number", f"What is the atomic number of {element.name}?", str(element.number), [], "quantity"),
-            ("symbol_element", f"Which element has the chemical symbol {symbol}?", name, [], "text"),
-            ("atomic_mass", f"What is the standard atomic mass of {element.name}?", mass, mass_aliases, "quantity"),
+        number = str(element.number)
+        for relation, subject, question, answer, aliases, kind in (
+            ("element_symbol", name, f"What is the chemical symbol of {element.name}?", symbol, [], "text"),
+            ("atomic_number", name, f"What is the atomic number of {element.name}?", number, [], "quantity"),
+            ("symbol_element", symbol, f"Which element has the chemical symbol {symbol}?", name, [], "text"),
+            (
+                "atomic_mass",
+                name,
+                f"What is the standard atomic mass of {element.name}?",
+                mass,
+                mass_aliases,
+                "quantity",
+            ),
         ):
-            rows.add(f"{SOURCE}:{relation}:{symbol}", relation, name, question, answer, aliases, kind)
+            rows.add(f"{SOURCE}:{relation}:{symbol}", relation, subject, question, answer, aliases, kind)
     return rows.frame()

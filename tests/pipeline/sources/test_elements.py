@@ -12,17 +12,20 @@ def facts():
 def test_element_facts_are_well_formed(facts, well_formed):
     well_formed(facts, "elements", {"element_symbol", "atomic_number", "symbol_element", "atomic_mass"})
     assert facts.height == 4 * 118
-    assert facts["subject"].n_unique() == 118
+    assert facts["subject"].n_unique() == 2 * 118  # element names, and symbols for symbol → element
+    assert (facts["subject"] != facts["answer"]).all()
 
 
 def test_known_element_facts(facts):
-    iron = {row["relation"]: row for row in facts.filter(pl.col("subject") == "Iron").iter_rows(named=True)}
+    iron = {row["relation"]: row for row in facts.filter(pl.col("fact_id").str.ends_with(":Fe")).iter_rows(named=True)}
     assert iron["element_symbol"]["answer"] == "Fe"
     assert iron["element_symbol"]["question"] == "What is the chemical symbol of iron?"
     assert iron["atomic_number"]["answer"] == "26"
     assert iron["atomic_number"]["answer_type"] == "quantity"
     assert iron["symbol_element"]["question"] == "Which element has the chemical symbol Fe?"
     assert iron["symbol_element"]["answer"] == "Iron"
+    assert iron["symbol_element"]["subject"] == "Fe"
+    assert iron["atomic_number"]["subject"] == "Iron"
     assert iron["atomic_mass"]["answer"] == "55.845"
     assert iron["atomic_mass"]["fact_id"] == "elements:atomic_mass:Fe"
 
