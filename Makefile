@@ -20,7 +20,7 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q '$(TORCH)'
-	$(BIN)/pip install -q -e '.[train,dev]'
+	$(BIN)/pip install -q -e '.[train,dev,ray]'
 	touch $@ $(VENV)/.core
 
 build: $(VENV)/.core

@@ -4,19 +4,19 @@
 `pipeline.randomness`, so an episode is the same whichever batch, shard, worker or order built it.
 Per episode: the task (k = 1..4 corrupt documents), a fact of the split, the corrupt positions and a
 random rank order among them; the corrupt document of rank r gets CORRUPTION_LEVELS[r], so corruption
-escalates with rank and position carries no cue. `build_episodes` streams shard by shard over a
-process pool (memory bounded by the shard size) and stages the output so it appears atomically.
+escalates with rank and position carries no cue. `build_episodes` streams shard by shard over an
+engine (`pipeline.engines`: a local process pool or Ray tasks; memory bounded by the shard size) and
+stages the output so it appears atomically.
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from enum import IntEnum
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from pipeline import corruption, documents
+from pipeline import corruption, documents, engines
 from pipeline.card import write_card
 from pipeline.params import DEFAULT_PARAMS, EpisodesParams, params_hash, read_params, section, seed
 from pipeline.pools import Pools, build_pools
@@ -285,8 +285,12 @@ _WORKER: dict = {}
 
 def _start_worker(facts_path: Path, seed: int) -> None:
     """Each worker loads the facts and builds the pools once; splits are prepared on first use."""
+    _install(pq.read_table(facts_path), seed)
+
+
+def _install(facts: pa.Table, seed: int) -> None:
     _WORKER.clear()
-    _WORKER.update(facts=pq.read_table(facts_path), pools=build_pools(seed), seed=seed)
+    _WORKER.update(facts=facts, pools=build_pools(seed), seed=seed)
 
 
 def _split_facts(split: str) -> SplitFacts:
@@ -320,23 +324,22 @@ def build_episodes(
     """Generate every split into the Hub-layout folder out_dir (replaced atomically); returns the manifest.
 
     The folder holds the shards, manifest.json and the README.md dataset card. Output is byte-identical
-    for any `params.workers`: shards are pure functions of (seed, ids).
+    for any `params.workers` and `params.engine`: shards are pure functions of (seed, ids).
     """
     facts_hash = facts_sha256(facts_dir)
     plans = plan_shards(params.counts(), params.shard_rows)
-    args = (Path(facts_dir) / FACTS_FILE, seed)
+    facts_path = Path(facts_dir) / FACTS_FILE
     with staging(Path(out_dir)) as root:
-        if params.workers == 1:
-            _start_worker(*args)
-            infos = [_write(plan, root, params.row_group_rows) for plan in plans]
-            for info in infos if progress else ():
-                progress(info)
+        write = partial(_write, root=root, row_group_rows=params.row_group_rows)
+        if params.engine == "ray":
+            facts = (pq.read_table(facts_path), seed)
+            infos = engines.run_ray(plans, write, _install, facts, params.ray_address, params.workers, progress)
         else:
-            infos = _write_parallel(plans, root, params, args, progress)
+            infos = engines.run_local(plans, write, _start_worker, (facts_path, seed), params.workers, progress)
         first = {plan.split: plan.first_id for plan in reversed(plans)}
         manifest = Manifest(
             seed=seed,
-            params_hash=params_hash(seed, params.model_dump(exclude={"workers"}), facts_hash),
+            params_hash=params_hash(seed, params.content(), facts_hash),
             row_group_rows=params.row_group_rows,
             splits={
                 split: SplitInfo(first_id=first[split], num_rows=count) for split, count in params.counts().items()
@@ -347,19 +350,6 @@ def build_episodes(
         write_manifest(root, manifest)
         write_card(root, manifest)
     return manifest
-
-
-def _write_parallel(plans, root, params, args, progress) -> list[ShardInfo]:
-    # spawn, not fork: polars and pyarrow hold thread pools that a forked child must not inherit.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(params.workers, mp_context=context, initializer=_start_worker, initargs=args) as pool:
-        futures = {pool.submit(_write, plan, root, params.row_group_rows): i for i, plan in enumerate(plans)}
-        infos: list[ShardInfo | None] = [None] * len(plans)
-        for future in as_completed(futures):
-            infos[futures[future]] = future.result()
-            if progress:
-                progress(infos[futures[future]])
-    return infos
 
 
 def main(params_file: Path = DEFAULT_PARAMS, facts_dir: Path = Path("data/facts"), out_dir: Path = OUT_DIR) -> None:

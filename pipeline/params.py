@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from pipeline.schema import SPLITS
 
 DEFAULT_PARAMS = Path("params.yaml")
+EXECUTION_KEYS = ("workers", "engine", "ray_address")  # episodes keys left out of the manifest's params_hash
 FACT_SOURCES = ("geonames", "elements", "synthetic", "nq_open", "popqa", "faitheval")
 
 
@@ -53,6 +54,17 @@ class EpisodesParams(_Section):
     workers: int = Field(gt=0)
     shard_rows: int = Field(gt=0, description="Maximum rows per Parquet shard")
     row_group_rows: int = Field(gt=0, description="Rows per row group: one id lookup reads one group")
+    engine: Literal["local", "ray"] = Field("local", description="Runs the shards: a local process pool or Ray tasks")
+    ray_address: str = Field("", description="Ray cluster to join (e.g. ray://head:10001, auto); empty: start one")
+
+    @field_validator("ray_address")
+    @classmethod
+    def _address_needs_ray(cls, value: str, info: ValidationInfo) -> str:
+        if value and info.data.get("engine") != "ray":
+            raise ValueError(f"is only used with engine: ray, but engine is {info.data.get('engine')!r}")
+        if value != value.strip():
+            raise ValueError("must not start or end with spaces")
+        return value
 
     @model_validator(mode="after")
     def _groups_fit(self) -> EpisodesParams:
@@ -64,6 +76,10 @@ class EpisodesParams(_Section):
 
     def counts(self) -> dict[str, int]:
         return {split: getattr(self, split) for split in SPLITS}
+
+    def content(self) -> dict:
+        """The keys that decide what is built; how it runs (workers, engine, ray_address) changes no byte."""
+        return self.model_dump(exclude=set(EXECUTION_KEYS))
 
 
 class HubParams(_Section):

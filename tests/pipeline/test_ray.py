@@ -1,0 +1,100 @@
+"""The Ray engine builds the same bytes as the local engine, also when a task dies and Ray retries it.
+
+One local Ray cluster (2 CPUs, loopback, no dashboard) serves the module. Its workers run a setup hook that
+wraps the per-shard function: while the test's `armed` file exists, the first task to reach the second train
+shard leaves a partial temporary file and kills its own worker process (os._exit) before finishing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import ray
+
+from pipeline.episodes import build_episodes
+from pipeline.params import EpisodesParams, ParamsError, section
+from pipeline.writer import ShardPlan
+
+SEED = 1234
+LOCAL = EpisodesParams(train=300, validation=60, test=60, workers=1, shard_rows=128, row_group_rows=32)
+RAY = LOCAL.model_copy(update={"engine": "ray"})
+
+
+def _crash_hook(armed: Path, crashed: Path):
+    """A worker setup hook (a closure, so Ray ships it by value) that makes one shard task die mid-way."""
+
+    def hook() -> None:
+        from pipeline import episodes
+
+        write = episodes._write
+
+        def write_or_die(plan: ShardPlan, root: Path, row_group_rows: int):
+            if plan.split == "train" and plan.index == 1 and armed.exists() and not crashed.exists():
+                crashed.touch()
+                final = Path(root) / plan.path
+                final.parent.mkdir(parents=True, exist_ok=True)
+                final.with_name(f".{final.name}.tmp").write_bytes(b"PAR1 half-written")
+                os._exit(1)
+            return write(plan, root, row_group_rows)
+
+        episodes._write = write_or_die
+
+    return hook
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    markers = tmp_path_factory.mktemp("markers")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        object_store_memory=100 * 2**20,
+        runtime_env={"worker_process_setup_hook": _crash_hook(markers / "armed", markers / "crashed")},
+    )
+    yield markers
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def local_build(facts_dir, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("local") / "episodes"
+    build_episodes(facts_dir, out, LOCAL, SEED)
+    return out
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_ray_build_is_byte_identical_to_local(cluster, facts_dir, local_build, tmp_path):
+    seen = []
+    manifest = build_episodes(facts_dir, tmp_path / "ray", RAY, SEED, progress=seen.append)
+    assert ray.is_initialized()  # joined the test's cluster and left it running
+    assert sorted(info.path for info in seen) == sorted(shard.path for shard in manifest.shards)
+    assert len(manifest.shards) == 5
+    assert _files(tmp_path / "ray") == _files(local_build)
+
+
+def test_killed_task_is_retried_and_output_is_identical(cluster, facts_dir, local_build, tmp_path):
+    (cluster / "armed").touch()
+    try:
+        build_episodes(facts_dir, tmp_path / "ray", RAY, SEED)
+    finally:
+        (cluster / "armed").unlink()
+    assert (cluster / "crashed").exists()  # a worker did die mid-shard
+    files = _files(tmp_path / "ray")
+    assert files == _files(local_build)
+    assert not any(Path(name).name.startswith(".") for name in files)
+
+
+def test_engine_and_address_are_checked_by_name():
+    episodes = LOCAL.model_dump()
+    with pytest.raises(ParamsError, match=r"episodes\.engine: .*'local' or 'ray' \(got 'spark'\)"):
+        section({"episodes": {**episodes, "engine": "spark"}}, "episodes", EpisodesParams)
+    with pytest.raises(ParamsError, match=r"episodes\.ray_address: .*only used with engine: ray"):
+        section({"episodes": {**episodes, "ray_address": "auto"}}, "episodes", EpisodesParams)
+    joined = section({"episodes": {**episodes, "engine": "ray", "ray_address": "auto"}}, "episodes", EpisodesParams)
+    assert joined.content() == LOCAL.content()  # how a build runs is not part of what it builds
