@@ -1,8 +1,9 @@
-"""`python -m reward_api --data PATH_OR_REPO_ID [--revision REV] [--host 127.0.0.1] [--port 7860]`.
+"""`python -m reward_api --data PATH_OR_REPO_ID [--revision REV] [--host 127.0.0.1] [--port 7860] [--workers N]`.
 
 Every option can also come from the environment (CONTEXTCORRUPTION_DATA, _REVISION, _HOST, _PORT, _CACHE_MB,
-_ACCESS_LOG), which is how a container or an HF Space passes the dataset repo id. The state-token secret is
-CONTEXTCORRUPTION_STATE_KEY (see reward_api.tokens).
+_ACCESS_LOG, _WORKERS), which is how a container or an HF Space passes the dataset repo id. The state-token secret is
+CONTEXTCORRUPTION_STATE_KEY (see reward_api.tokens); the optional API bearer token is CONTEXTCORRUPTION_API_TOKEN
+(see reward_api.auth), environment only, so it never shows on a command line.
 """
 
 from __future__ import annotations
@@ -10,15 +11,17 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import sys
+from pathlib import Path
 
 import uvicorn
-from pydantic import ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reward_api.source import dataset_folder
 from reward_api.store import DEFAULT_CACHE_MB, EpisodeStore, StoreError
-from reward_api.tokens import TokenSigner, server_secret
+from reward_api.tokens import KEY_ENV, TokenSigner, server_secret
 
 log = logging.getLogger("reward_api")
 
@@ -32,6 +35,8 @@ class Settings(BaseSettings):
     port: int = 7860
     cache_mb: float = DEFAULT_CACHE_MB
     access_log: bool = False
+    api_token: SecretStr | None = None
+    workers: int = Field(default=1, ge=1, le=64)
 
 
 def parse_settings(argv: list[str] | None = None) -> Settings:
@@ -41,6 +46,7 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
     parser.add_argument("--cache-mb", type=float, dest="cache_mb", help="memory for decoded row groups (MB)")
+    parser.add_argument("--workers", type=int, help="uvicorn worker processes, each with its own store (default 1)")
     parser.add_argument(
         "--access-log", action="store_true", default=None, help="log every request (off by default: it costs CPU)"
     )
@@ -72,6 +78,31 @@ def skip_web_ui() -> None:
         sys.modules.setdefault("gradio", None)
 
 
+def create_app():
+    """The app for the settings in the environment: what each worker process builds when --workers > 1."""
+    from reward_api.env import Backend
+    from reward_api.server import build_app
+
+    settings = Settings()
+    store = EpisodeStore(Path(settings.data), cache_mb=settings.cache_mb)
+    token = settings.api_token.get_secret_value() if settings.api_token else None
+    return build_app(Backend(store, TokenSigner(server_secret(), store.manifest.params_hash)), api_token=token)
+
+
+def export(settings: Settings, folder: Path) -> None:
+    """Hand the settings to worker processes through the environment, with the dataset already downloaded.
+
+    Workers must sign state tokens with one key, or a token from one would be refused by the other.
+    """
+    os.environ.update(CONTEXTCORRUPTION_DATA=str(folder), CONTEXTCORRUPTION_CACHE_MB=str(settings.cache_mb))
+    os.environ.pop("CONTEXTCORRUPTION_REVISION", None)
+    if settings.workers > 1 and not os.environ.get(KEY_ENV):
+        log.warning("%s is not set: the %d workers share a random key for this run only", KEY_ENV, settings.workers)
+        os.environ[KEY_ENV] = secrets.token_hex(32)
+    if settings.api_token:
+        os.environ["CONTEXTCORRUPTION_API_TOKEN"] = settings.api_token.get_secret_value()
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -80,17 +111,25 @@ def main(argv: list[str] | None = None) -> int:
         log.error("bad setting: %s", exc)
         return 2
     skip_web_ui()
-    from reward_api.env import Backend
-    from reward_api.server import build_app
-
     try:
-        store = EpisodeStore(dataset_folder(settings.data, settings.revision), cache_mb=settings.cache_mb)
+        folder = dataset_folder(settings.data, settings.revision)
+        first_id = EpisodeStore(folder, cache_mb=0, preload_keys=False).shards[0].first_id
     except StoreError as exc:
         log.error("cannot serve: %s", exc)
         return 2
-    app = build_app(Backend(store, TokenSigner(server_secret(), store.manifest.params_hash)))
-    log.info("%s", try_it(settings.host, settings.port, store.shards[0].first_id))
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=settings.access_log)
+    export(settings, folder)
+    log.info(
+        "access control: %s",
+        "bearer token required on /score, /score/batch, /reset, /step, /ws, /mcp"
+        if settings.api_token
+        else "off (set CONTEXTCORRUPTION_API_TOKEN to require a bearer token)",
+    )
+    log.info("%s", try_it(settings.host, settings.port, first_id))
+    common = {"host": settings.host, "port": settings.port, "log_level": "info", "access_log": settings.access_log}
+    if settings.workers > 1:
+        uvicorn.run("reward_api.__main__:create_app", factory=True, workers=settings.workers, **common)
+    else:
+        uvicorn.run(create_app(), **common)
     return 0
 
 

@@ -72,3 +72,15 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _handler(422))
     app.add_exception_handler(ValidationError, _handler(422))
     app.add_exception_handler(HTTPException, _handler(None))
+
+
+def document_errors(spec: dict) -> None:
+    """Say in the OpenAPI spec what a 422 carries: a validation error list, or the message of a broken game rule.
+
+    A malformed body gets pydantic's list; a well-formed action the game refuses (no state_token over HTTP,
+    a trace that does not end the episode) gets one sentence, as every other 4xx does.
+    """
+    error = spec["components"]["schemas"].get("HTTPValidationError")
+    if error is not None:
+        listed = error["properties"]["detail"]
+        error["properties"]["detail"] = {"anyOf": [listed, {"type": "string"}], "title": "Detail"}

@@ -49,13 +49,24 @@ class Served(NamedTuple):
 
 
 @contextmanager
-def local_server(data: Path, timeout: float = 120.0) -> Iterator[Served]:
-    """`python -m reward_api --data DATA` on a free 127.0.0.1 port; the process is stopped on exit."""
+def local_server(data: Path, timeout: float = 120.0, extra_args: tuple[str, ...] = ()) -> Iterator[Served]:
+    """`python -m reward_api --data DATA [extra_args]` on a free 127.0.0.1 port; the process is stopped on exit."""
     port = free_port()
     key = os.environ.get("CONTEXTCORRUPTION_STATE_KEY") or secrets.token_hex(16)
     log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: nobody reads the log while it runs
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reward_api", "--data", str(data), "--host", "127.0.0.1", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "reward_api",
+            "--data",
+            str(data),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            *extra_args,
+        ],
         env={**os.environ, "CONTEXTCORRUPTION_STATE_KEY": key},
         stdout=log,
         stderr=subprocess.STDOUT,

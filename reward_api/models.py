@@ -16,12 +16,14 @@ from reward_api.game import ACTION_TYPES, Move, check_move
 from reward_api.scoring import REWARD_VERSION, Breakdown
 
 ActionType = Literal[ACTION_TYPES]  # type: ignore[valid-type]
-# Strict: true/false or 2.0 are not ids.
+# Strict: true/false or 2.0 are not ids, and false is not a confidence.
 DocId = Annotated[int, Field(strict=True, ge=0, le=NUM_DOCS - 1, description=f"Document id, 0..{NUM_DOCS - 1}")]
 EpisodeId = Annotated[
     int, Field(strict=True, ge=0, description="Global episode id (see GET /manifest for the ranges)")
 ]
-Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, description="Confidence in the answer")]
+Confidence = Annotated[
+    float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False, description="Confidence in the answer")
+]
 Answer = Annotated[str, Field(max_length=1000, description="The final answer")]
 MAX_BATCH = 8192
 
@@ -104,7 +106,7 @@ class ResetBody(_Closed):
     episode_id: StrictInt | str | None = Field(
         default=None, description="Episode id, as an integer or a decimal string"
     )
-    seed: int | None = Field(default=None, ge=0, le=2**63 - 1, description="Picks an episode of `split` by hash")
+    seed: StrictInt | None = Field(default=None, ge=0, le=2**63 - 1, description="Picks an episode of `split` by hash")
     split: Literal[SPLITS] = Field(default="train", description="Split for seeded resets")  # type: ignore[valid-type]
     task: Literal[TASKS] | None = Field(default=None, description="Restrict seeded resets to one tier")  # type: ignore[valid-type]
 

@@ -19,8 +19,9 @@ from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import ResetResponse
 from starlette.routing import Route
 
+from reward_api.auth import BearerAuth, document_security
 from reward_api.env import ENV_NAME, Backend, ContextCorruptionEnv
-from reward_api.errors import install_error_handlers
+from reward_api.errors import document_errors, install_error_handlers
 from reward_api.game import play
 from reward_api.limits import BodySizeLimit
 from reward_api.models import (
@@ -41,7 +42,9 @@ from reward_api.scoring import REWARD_VERSION, Breakdown, EpisodeKey, score_subm
 from reward_api.tasks import task_list
 
 MAX_SESSIONS = 256
-BATCH_SCHEMA = BatchIn.model_json_schema()
+# Its nested models are referenced as OpenAPI components (added to the spec by `_batch_components`).
+BATCH_SCHEMA = BatchIn.model_json_schema(ref_template="#/components/schemas/{model}")
+BATCH_DEFS = BATCH_SCHEMA.pop("$defs")
 
 
 def _score_one(item: SubmissionIn | TraceIn, key: EpisodeKey) -> Breakdown:
@@ -111,6 +114,33 @@ def _document_step(app: FastAPI) -> None:
             route.openapi_extra = {"requestBody": {"content": {"application/json": {"examples": STEP_EXAMPLES}}}}
 
 
+def _drop_task_api(app: FastAPI) -> None:
+    """OpenEnv's optional Task API (/{env_name}/splits, /tasks, ...) answers 501 for an environment without a
+    task provider; episodes are found by /manifest's id ranges and /reset's split, task and seed instead."""
+    app.router.routes[:] = [
+        r for r in app.router.routes if not (isinstance(r, APIRoute) and r.path.startswith("/{env_name}/"))
+    ]
+
+
+def _batch_components(spec: dict) -> None:
+    for name, schema in BATCH_DEFS.items():
+        spec["components"]["schemas"].setdefault(name, schema)
+
+
+def _patch_openapi(app: FastAPI, patches: list) -> None:
+    """Apply `patches` to the spec FastAPI generates, once (FastAPI caches it in `app.openapi_schema`)."""
+    generate = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            spec = generate()
+            for patch in patches:
+                patch(spec)
+        return app.openapi_schema
+
+    app.openapi = openapi
+
+
 def _add_routes(app: FastAPI, backend: Backend) -> None:
     store = backend.store
     tasks = task_list()
@@ -162,8 +192,11 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
         return store.manifest.model_dump(mode="json")
 
 
-def build_app(backend: Backend) -> FastAPI:
-    """The whole server for one dataset; `app.state.backend` gives later routes the store and signer."""
+def build_app(backend: Backend, api_token: str | None = None) -> FastAPI:
+    """The whole server for one dataset; `app.state.backend` gives later routes the store and signer.
+
+    With `api_token`, the routes that play or score need it as a bearer token (see reward_api.auth).
+    """
     app = create_app(
         env=functools.partial(ContextCorruptionEnv, backend),
         action_cls=ContextCorruptionAction,
@@ -176,7 +209,13 @@ def build_app(backend: Backend) -> FastAPI:
     app.state.backend = backend
     _replace_reset(app, backend)
     _document_step(app)
+    _drop_task_api(app)
     _add_routes(app, backend)
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit)
+    patches = [_batch_components, document_errors]
+    if api_token:
+        app.add_middleware(BearerAuth, token=api_token)
+        patches.append(document_security)
+    _patch_openapi(app, patches)
     return app
