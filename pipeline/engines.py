@@ -73,10 +73,15 @@ def run_ray(
         pending = {task.remote(write, setup, [shared], plan): i for i, plan in enumerate(plans)}
         log.info("ray: %d shard tasks on %s CPUs", len(plans), ray.cluster_resources().get("CPU", 0))
         infos: list[ShardInfo | None] = [None] * len(plans)
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=_POLL_S)
-            for ref, info in zip(done, ray.get(done), strict=True):
-                infos[pending.pop(ref)] = _reported(info, progress)
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=_POLL_S)
+                for ref, info in zip(done, ray.get(done), strict=True):
+                    infos[pending.pop(ref)] = _reported(info, progress)
+        except BaseException:
+            for ref in pending:  # no task may keep writing into a staging folder that is being removed
+                ray.cancel(ref, force=True)
+            raise
         return infos
     finally:
         if started:

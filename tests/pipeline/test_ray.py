@@ -22,8 +22,9 @@ LOCAL = EpisodesParams(train=300, validation=60, test=60, workers=1, shard_rows=
 RAY = LOCAL.model_copy(update={"engine": "ray"})
 
 
-def _crash_hook(armed: Path, crashed: Path):
-    """A worker setup hook (a closure, so Ray ships it by value) that makes one shard task die mid-way."""
+def _crash_hook(armed: Path, crashed: Path, broken: Path):
+    """A worker setup hook (a closure, so Ray ships it by value) that makes one shard task die mid-way,
+    or every task fail while `broken` exists."""
 
     def hook() -> None:
         from pipeline import episodes
@@ -31,6 +32,8 @@ def _crash_hook(armed: Path, crashed: Path):
         write = episodes._write
 
         def write_or_die(plan: ShardPlan, root: Path, row_group_rows: int):
+            if broken.exists():
+                raise OSError(f"no space left writing {plan.path}")
             if plan.split == "train" and plan.index == 1 and armed.exists() and not crashed.exists():
                 crashed.touch()
                 final = Path(root) / plan.path
@@ -47,12 +50,13 @@ def _crash_hook(armed: Path, crashed: Path):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     markers = tmp_path_factory.mktemp("markers")
+    hook = _crash_hook(markers / "armed", markers / "crashed", markers / "broken")
     ray.init(
         num_cpus=2,
         include_dashboard=False,
         _node_ip_address="127.0.0.1",
         object_store_memory=100 * 2**20,
-        runtime_env={"worker_process_setup_hook": _crash_hook(markers / "armed", markers / "crashed")},
+        runtime_env={"worker_process_setup_hook": hook},
     )
     yield markers
     ray.shutdown()
@@ -98,3 +102,13 @@ def test_engine_and_address_are_checked_by_name():
         section({"episodes": {**episodes, "ray_address": "auto"}}, "episodes", EpisodesParams)
     joined = section({"episodes": {**episodes, "engine": "ray", "ray_address": "auto"}}, "episodes", EpisodesParams)
     assert joined.content() == LOCAL.content()  # how a build runs is not part of what it builds
+
+
+def test_failing_task_fails_the_build_and_leaves_no_output(cluster, facts_dir, tmp_path):
+    (cluster / "broken").touch()
+    try:
+        with pytest.raises(OSError, match="no space left writing data/"):
+            build_episodes(facts_dir, tmp_path / "ray", RAY, SEED)
+    finally:
+        (cluster / "broken").unlink()
+    assert list(tmp_path.iterdir()) == []
