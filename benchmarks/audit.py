@@ -1,0 +1,60 @@
+"""Shortcut audit: can a single document, read alone, be told corrupt or clean? (pipeline/audit.py)
+
+    .venv/bin/python benchmarks/audit.py                          # data/episodes: 20k train episodes, all validation
+    .venv/bin/python benchmarks/audit.py --train-episodes 5000 --eval-episodes 5000 --out /tmp/audit.json
+
+Every cue is learned on the first `--train-episodes` of the train split (ids are already a random order) and
+scored on the validation split: facts never cross splits, so no value is learned by heart. Writes the report
+(JSON) and the dataset-card section (markdown, same name .md); prints the section, then every cue above the
+limit with its strongest features and examples. Exits 1 when a cue is above the limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: `pipeline` from this checkout
+
+from pipeline.audit import audit, card_section, read_split  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT / "data" / "episodes", help="dataset folder")
+    parser.add_argument("--train-episodes", type=int, default=20_000)
+    parser.add_argument("--eval-episodes", type=int, default=None, help="default: the whole validation split")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "audit.json")
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    report = audit(
+        read_split(args.data, "train", args.train_episodes), read_split(args.data, "validation", args.eval_episodes)
+    )
+    seconds = round(time.perf_counter() - started, 1)
+    result = {"data": str(args.data), "seconds": seconds, **report.model_dump()}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    counts = f"{report.train_documents:,} train documents, {report.eval_documents:,} evaluated"
+    print(f"{counts} {report.eval_by_kind}, {seconds} s")
+    card = card_section(report)
+    args.out.with_suffix(".md").write_text(card, encoding="utf-8")
+    print(card)
+    defects = report.defects()
+    for name, kind, auc in defects:
+        cue = next(c for c in report.cues if c.name == name)
+        print(f"\nDEFECT {name} on {kind}: AUC {auc:.3f} > {report.limit}")
+        print("  towards corrupt:", "; ".join(cue.corrupt_features))
+        for example in cue.examples.get(kind, []):
+            print("  e.g.", example[:240])
+    print(f"\n{len(defects)} cue(s) above {report.limit}; report in {args.out}")
+    return 1 if defects else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
