@@ -45,7 +45,9 @@ def child(work: Path, engine: str, workers: int, total: int) -> dict:
         import ray
 
         begin = time.perf_counter()
-        ray.init(num_cpus=workers, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+        from pipeline.engines import ray_init_args
+
+        ray.init(**ray_init_args("", workers), log_to_driver=False)
         startup = time.perf_counter() - begin
     begin, cpu = time.perf_counter(), time.process_time()
     manifest = build_episodes(work / "facts", work / f"{engine}-{workers}", params, seed(data))

@@ -60,13 +60,13 @@ def run_ray(
 
     `setup_args` (the facts) go into the object store once; a worker fetches them and runs `setup` before
     its first shard of this build. Joins the running Ray session if there is one, else the cluster at
-    `address`, else starts a one-machine cluster with `workers` CPUs on loopback (and stops it afterwards).
+    `address`, else starts a one-machine cluster with `workers` CPUs (and stops it afterwards).
     """
     import ray  # the optional extra: pip install 'contextcorruption[ray]'
 
     started = not ray.is_initialized()
     if started:
-        ray.init(**_init_args(address, workers))
+        ray.init(**ray_init_args(address, workers))
     try:
         shared = ray.put(setup_args)
         task = ray.remote(max_retries=RAY_MAX_RETRIES)(_ray_shard)
@@ -88,11 +88,12 @@ def run_ray(
             ray.shutdown()
 
 
-def _init_args(address: str, workers: int) -> dict:
-    """ray.init's arguments: join `address` (or RAY_ADDRESS) as given; a new local cluster stays on loopback."""
+def ray_init_args(address: str, workers: int) -> dict:
+    """ray.init's arguments: join `address` (or RAY_ADDRESS) as given, else start a new one-machine cluster
+    ("local": never join another build's cluster found on this machine) without the dashboard."""
     if address or os.environ.get("RAY_ADDRESS"):
         return {"address": address or None}
-    return {"num_cpus": workers, "include_dashboard": False, "_node_ip_address": "127.0.0.1"}
+    return {"address": "local", "num_cpus": workers, "include_dashboard": False}
 
 
 _READY: dict[str, str] = {}  # in a Ray worker: the object id of the build whose setup has run

@@ -380,4 +380,7 @@ def main(params_file: Path = DEFAULT_PARAMS, facts_dir: Path = Path("data/facts"
 
 
 if __name__ == "__main__":
-    main()
+    # The importable module's main: Ray ships functions of __main__ by value, each with its own copy of _WORKER.
+    from pipeline.episodes import main as module_main
+
+    module_main()

@@ -1,17 +1,23 @@
 """The Ray engine builds the same bytes as the local engine, also when a task dies and Ray retries it.
 
-One local Ray cluster (2 CPUs, loopback, no dashboard) serves the module. Its workers run a setup hook that
-wraps the per-shard function: while the test's `armed` file exists, the first task to reach the second train
-shard leaves a partial temporary file and kills its own worker process (os._exit) before finishing.
+One local Ray cluster (2 CPUs, no dashboard; Ray binds the machine's address, not loopback, and turns token
+authentication on by default) serves the module. Its workers run a setup hook that wraps the per-shard
+function: while the test's `armed` file exists, the first task to reach the second train shard leaves a
+partial temporary file and kills its own worker process (os._exit) before finishing; while `broken` exists,
+every shard fails with an error. The CLI test runs `python -m pipeline.episodes`, which starts its own cluster.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import ray
+import yaml
 
 from pipeline.episodes import build_episodes
 from pipeline.params import EpisodesParams, ParamsError, section
@@ -52,9 +58,9 @@ def cluster(tmp_path_factory):
     markers = tmp_path_factory.mktemp("markers")
     hook = _crash_hook(markers / "armed", markers / "crashed", markers / "broken")
     ray.init(
+        address="local",
         num_cpus=2,
         include_dashboard=False,
-        _node_ip_address="127.0.0.1",
         object_store_memory=100 * 2**20,
         runtime_env={"worker_process_setup_hook": hook},
     )
@@ -112,3 +118,11 @@ def test_failing_task_fails_the_build_and_leaves_no_output(cluster, facts_dir, t
     finally:
         (cluster / "broken").unlink()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_with_engine_ray_starts_and_stops_its_own_cluster(facts_dir, local_build, tmp_path):
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": RAY.model_dump(mode="json")}))
+    shutil.copytree(facts_dir, tmp_path / "data" / "facts")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    subprocess.run([sys.executable, "-m", "pipeline.episodes"], cwd=tmp_path, env=env, check=True, timeout=300)
+    assert _files(tmp_path / "data" / "episodes") == _files(local_build)
