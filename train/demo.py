@@ -37,11 +37,14 @@ class DemoParams(BaseModel):
     vocab_size: int = Field(4096, gt=0)
     hidden_size: int = Field(64, gt=0)
     num_hidden_layers: int = Field(2, gt=0)
-    sft_steps: int = Field(200, gt=0)
-    sft_batch_size: int = Field(4, gt=0)
-    sft_learning_rate: float = Field(2e-3, gt=0)
+    sft_steps: int = Field(400, gt=0)
+    sft_batch_size: int = Field(2, gt=0)
+    sft_learning_rate: float = Field(3e-3, gt=0)
     grpo_steps: int = Field(30, gt=0)
     grpo_learning_rate: float = Field(1e-3, gt=0)
+    format_reward_weight: float = Field(
+        0.0, ge=0, description="Weight of the format reward in GRPO; 0 trains on the v1 reward alone"
+    )
     num_generations: int = Field(8, ge=2)
     max_completion_length: int = Field(64, gt=0)
 
@@ -102,6 +105,7 @@ def grpo(model: Path, params: DemoParams, out: Path) -> Path:
         "logging_steps": 1,
         "save_steps": params.grpo_steps,
         "lora": {"r": 16, "lora_alpha": 32},
+        "format_reward_weight": params.format_reward_weight,
     }
     path = out / "grpo_params.yaml"
     path.write_text(yaml.safe_dump({"train": section}, sort_keys=False))
