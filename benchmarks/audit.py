@@ -36,7 +36,9 @@ def main() -> int:
         read_split(args.data, "train", args.train_episodes), read_split(args.data, "validation", args.eval_episodes)
     )
     seconds = round(time.perf_counter() - started, 1)
-    result = {"data": str(args.data), "seconds": seconds, **report.model_dump()}
+    data = args.data.resolve()
+    result = {"data": str(data.relative_to(ROOT) if data.is_relative_to(ROOT) else data), "seconds": seconds}
+    result.update(report.model_dump())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 

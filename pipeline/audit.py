@@ -373,6 +373,7 @@ def card_section(report: AuditReport) -> str:
         "Can one document, read alone, be told corrupt or clean? Each cue below is learned (logistic regression, or "
         f"boosted trees for the combined layout) on {report.train_documents:,} train-split documents and scored by "
         f"ROC AUC on {report.eval_documents:,} validation-split documents: over all of them, and for each corruption "
-        "kind against the clean documents of the same episodes (0.5 is chance). "
+        "kind against the clean documents of the same episodes, and within each answer type (0.5 is chance; the "
+        f"limit is {report.limit}). "
         f"{verdict}\n\n{markdown(report)}\n"
     )

@@ -4,7 +4,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.audit import AUC_LIMIT, CUES, audit, document_frame, markdown, read_split, skeleton
+from pipeline.audit import AUC_LIMIT, CUES, audit, card_section, document_frame, markdown, read_split, skeleton
 from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
@@ -57,6 +57,9 @@ def test_a_planted_tell_is_reported_with_examples(episodes):
     assert len(bag.examples["all"]) == 5 and all("Sources differ." in e for e in bag.examples["all"])
     assert set(bag.examples) == {kind for name, kind in found if name == "bag_of_words"}
     assert report.cues[2].examples == {}  # nothing to show where nothing leaks
+    card = card_section(report)
+    assert card.startswith("## Shortcut audit") and f"bag_of_words on all ({bag.auc:.3f})" in card
+    assert sum(line.startswith("|") for line in card.splitlines()) == 2 + len(cues)  # header, rule, a row per cue
 
 
 def test_a_planted_claim_tell_is_found_by_the_claim_cues(episodes):
