@@ -142,7 +142,7 @@ def _index(names: Iterable[str], text: pl.Series) -> pl.Series:
     return found.replace_strict(names, range(1, len(names) + 1), default=0, return_dtype=pl.Int64)
 
 
-def _columns(*names: str) -> Callable[[pl.DataFrame], np.ndarray]:
+def _columns(*names: str) -> Callable[[pl.DataFrame], pl.DataFrame]:
     return lambda d: _layout(d).select(names)
 
 
@@ -165,9 +165,11 @@ def _boosted() -> Pipeline:
 
 @dataclass(frozen=True)
 class Cue:
+    """One way of reading a document alone: what it extracts (`inputs`) and the model that learns from that."""
+
     name: str
     description: str
-    inputs: Callable[[pl.DataFrame], list | np.ndarray]
+    inputs: Callable[[pl.DataFrame], list | np.ndarray | pl.DataFrame]
     model: Callable[[], Pipeline]
 
 
