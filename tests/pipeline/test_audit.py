@@ -10,7 +10,7 @@ from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
 
 SEED = 7
-EPISODES = 1000  # per side: 8,000 documents each, ~250 coherent ones to evaluate
+EPISODES = 800  # per side: 6,400 documents each, ~200 coherent ones to evaluate
 
 
 @pytest.fixture(scope="module")
