@@ -8,8 +8,10 @@ deterministically, and the kind really applied is returned next to each claim:
   formatting); an answer without a number gets an entity substitute instead.
 - entity: another answer of the same relation (confusable), or the Faker pool of the answer type when
   the relation has too few distinct answers; a numeric answer of a small relation gets a number instead.
-- inversion: digits transposed (1987 -> 1978, 67,750,000 -> 76,750,000; a near miss when that changes
-  nothing) or an entity substitute; the document's wording denies the true answer.
+- inversion: the value an entity claim would take (a substitute, or a near miss of a number in a small
+  relation), so the asserted value follows the true answers' distribution; only the document's wording,
+  which denies the true answer, sets the kind apart. (Transposed digits, 1987 -> 1978, were a tell: years
+  like 1908 are rare among true answers.)
 - coherent: a near miss or a substitute, asserted by an authoritative fabrication (or a copy of an
   earlier corrupt document's claim, chosen by the caller).
 
@@ -195,18 +197,16 @@ def claims(
     """One wrong-value attempt per item: values, their keys (`key_expr`) and the kinds applied.
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
-    (`round_` > 0) widen near misses and use them instead of transposition (which has no randomness), so
-    small numbers with few near values still find a free one; substitutes move on to distinct values.
+    (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
+    substitutes move on to distinct values.
     """
     numeric = t.numeric[rows]
-    perturb = np.where(levels == ENTITY, ~t.entity_ok[rows], numeric)
+    perturb = np.where((levels == ENTITY) | (levels == INVERSION), ~t.entity_ok[rows], numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
     at, rest = np.flatnonzero(perturb), np.flatnonzero(~perturb)
     p = rows[at]
     value = _near_miss(t, p, u[at], round_)
-    transposed = _transpose(t.value[p], t.decimals[p], t.year[p])
-    value = np.where((round_ == 0) & (levels[at] == INVERSION) & (transposed != t.value[p]), transposed, value)
     numbers = _format(value, t.decimals[p], t.commas[p], t.prefix.gather(p), t.suffix.gather(p))
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
@@ -230,21 +230,6 @@ def _near_miss(t: Truths, rows: np.ndarray, u: np.ndarray, round_: int) -> np.nd
     step = (base + round_ * (1 + (u[:, 1] * 4).astype(np.int64))) * unit
     moved = value + np.where(u[:, 2] < 0.5, -1, 1) * step
     return np.where(moved < 0, value + step, moved)
-
-
-def _transpose(value: np.ndarray, decimals: np.ndarray, year: np.ndarray) -> np.ndarray:
-    """Years swap their last two digits, other numbers their first two; unchanged when that is impossible."""
-    scale = 10**decimals
-    whole, frac = value // scale, value % scale
-    last, tens = whole % 10, whole // 10 % 10
-    swapped_end = whole + 9 * (last - tens)
-    power = 10 ** np.maximum(np.floor(np.log10(np.maximum(whole, 1))).astype(np.int64) - 1, 0)
-    top = whole // power
-    first, second = top // 10, top % 10
-    swapped_top = whole + (10 * second + first - top) * power
-    ok_top = (whole >= 10) & (second != 0)
-    swapped = np.where(year, np.where(whole >= 10, swapped_end, whole), np.where(ok_top, swapped_top, whole))
-    return swapped * scale + frac
 
 
 def _format(value: np.ndarray, decimals: np.ndarray, commas: np.ndarray, prefix: pl.Series, suffix: pl.Series):

@@ -401,9 +401,9 @@ FRAMING_RATES = _framing_rates()
 def _inversion_share() -> float:
     """Share of corrupt contrast documents that are inversions, denying the truth itself.
 
-    An inversion of a number denies the truth and asserts its digits transposed (1987 vs 1978). Clean
-    contrast documents deny a transposed truth at this same rate, so a transposed pair in one document
-    does not mark it as corrupt.
+    An inversion denies the truth and asserts an inversion-kind value (a substitute from the same relation,
+    or a near miss). Clean contrast documents deny a value drawn by that same kind at this same rate, so
+    neither the pair of values in one document nor the asserted value marks it as corrupt.
     """
     share = np.array([len(TASKS) - level for level in range(len(CORRUPTION_LEVELS))], dtype=np.float64)
     contrast = share * FRAMING_RATES[1:, CONTRAST]

@@ -101,13 +101,25 @@ def test_entity_of_a_number_in_a_small_relation_falls_back_to_number(facts, pool
     assert all(v.isdigit() and v != "7" for v in values)
 
 
-def test_inversion_transposes_digits_or_substitutes(facts, pools):
+def test_inversion_draws_like_entity(facts, pools):
+    """An inversion's value is an entity claim's: true answers of the relation, or a near miss in a small one."""
     truths = corruption.truths(facts, pools)
-    values, _, applied = _claims(truths, [8, 9, 10, 13, 0], INVERSION)
+    rows = [8] * 40 + [9] * 40 + [0] * 40
+    inverted, inverted_keys, applied = _claims(truths, rows, INVERSION)
     assert set(applied) == {INVERSION}
-    assert values[:3] == ["1978", "76,750,000", "51.999"]
-    assert values[3] != "1988" and 1968 <= int(values[3]) <= 2008  # 88 cannot be transposed: a near miss
-    assert values[4] in COUNTRIES
+    entity, entity_keys, _ = _claims(truths, rows, ENTITY)
+    assert inverted == entity and (inverted_keys == entity_keys).all()
+    years = np.array([int(v) for v in inverted[:40]])
+    assert ((np.abs(years - 1987) >= 1) & (np.abs(years - 1987) <= 20)).all() and len(set(years)) > 10
+    assert len(set(inverted[40:80])) > 10 and set(inverted[80:]) <= set(COUNTRIES) - {"France"}
+
+
+def test_inversion_of_a_number_in_a_big_relation_is_another_true_answer(pools):
+    years = [str(1900 + 7 * i) for i in range(12)]
+    truths = corruption.truths(_facts([(y, [], "year", "founded") for y in years]), pools)
+    values, _, applied = _claims(truths, [0] * 60, INVERSION)
+    assert set(applied) == {INVERSION}
+    assert set(values) <= set(years[1:]) and len(set(values)) > 5
 
 
 def test_coherent_asserts_a_wrong_value(facts, pools):

@@ -80,17 +80,22 @@ def test_no_single_document_cue_tells_corrupt_from_clean(docs):
     assert _auc(score[~train], corrupt[~train]) < 0.6
 
 
-def test_transposed_pairs_are_no_corruption_cue(docs):
-    """Inversions deny a year and assert its digits swapped; clean contrast documents deny swapped truths as often."""
+def test_denied_and_asserted_years_are_no_corruption_cue(docs):
+    """Inversions deny a year and assert another drawn like true answers; clean contrast documents deny one as often.
+
+    Neither the gap between the two years nor a digit swap (once a tell: 1987 denied, 1978 asserted) marks a
+    contrast document as corrupt.
+    """
     contrast = re.compile("|".join(re.escape(t.split("{")[0]) for t in documents.FRAMES[documents.CONTRAST]))
-    rates = {}
-    for corrupt in (True, False):
-        texts = docs.filter((pl.col("answer_type") == "year") & (pl.col("corrupt") == corrupt))["content"].to_list()
-        pairs = [re.findall(r"\b\d{4}\b", t) for t in texts if contrast.search(t)]
-        swapped = [a != b and sorted(a) == sorted(b) for a, b in (p for p in pairs if len(p) == 2)]
-        assert len(swapped) > 50
-        rates[corrupt] = np.mean(swapped)
-    assert rates[True] > 0.3 and abs(rates[True] - rates[False]) < 0.15, rates
+    year = docs.filter(pl.col("answer_type") == "year")
+    pairs = [re.findall(r"\b\d{4}\b", t) if contrast.search(t) else [] for t in year["content"].to_list()]
+    two = np.array([len(p) == 2 for p in pairs])
+    gap = np.array([abs(int(p[0]) - int(p[1])) for p in pairs if len(p) == 2])
+    swapped = np.array([a != b and sorted(a) == sorted(b) for a, b in (p for p in pairs if len(p) == 2)])
+    corrupt = year["corrupt"].to_numpy()[two]
+    assert min(corrupt.sum(), (~corrupt).sum()) > 50
+    assert 0.4 < _auc(gap, corrupt) < 0.6
+    assert swapped[corrupt].mean() < 0.1 and swapped[~corrupt].mean() < 0.1
 
 
 def test_wording_tables_fit_the_renderer():
