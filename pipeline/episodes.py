@@ -210,7 +210,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
 def _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim_key) -> pl.Series:
     """The value a contrast framing denies: the truth in an inversion, else a wrong value unlike the claim.
 
-    Clean documents deny a transposed truth (as inversions assert one) at documents.TRANSPOSED_DECOY_RATE.
+    Clean documents deny an inversion-kind value (drawn as inversions draw theirs) at documents.TRANSPOSED_DECOY_RATE.
     """
     rows = np.flatnonzero((framing == documents.CONTRAST) & (level != corruption.INVERSION))
     u = np.empty(len(rows))
