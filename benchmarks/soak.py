@@ -1,6 +1,6 @@
 """Soak: mixed traffic near saturation against `python -m reward_api` with one and with two workers.
 
-    .venv/bin/python benchmarks/soak.py [--data data/episodes] [--seconds 60] [--workers 1 2] [--out FILE]
+    .venv/bin/python benchmarks/soak.py [--data data/episodes] [--seconds 60] [--warmup 20] [--workers 1 2]
 
 Loopback only, bounded in time (--seconds per run, after a warm-up) and in concurrency (--users). The load
 client is this script in a separate process (asyncio + aiohttp), so it does not share the server's GIL. Each
@@ -8,7 +8,8 @@ virtual user loops over a weighted mix: replay (GET /episodes/{random id}), POST
 submission or an action trace), POST /score/batch (8 episodes x a GRPO group of 8) and a whole game
 (/reset, then /step flag, read, submit with the state tokens). Any non-200 answer, transport error, or
 game that does not end with a reward counts as an error. Reports requests/s, p50/p99 per kind, errors and
-the server's RSS (all its processes) after the warm-up and at the end; fails unless errors are 0 and RSS
+the server's RSS (all its processes) after the warm-up (--warmup: answer keys loaded in the background,
+caches filled), every 5 s, and at the end; fails unless errors are 0 and RSS
 grew by at most 10%. Writes benchmarks/results/soak.json with the load average it ran under.
 """
 
@@ -21,6 +22,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -33,7 +35,7 @@ from reward_api.localserver import local_server  # noqa: E402
 
 MIX = {"replay": 40, "score": 25, "trace": 10, "batch": 5, "game": 20}
 MAX_RSS_GROWTH = 0.10
-WARMUP_S = 10.0
+SAMPLE_S = 5.0
 
 
 def submission(last: int, rng: random.Random) -> dict:
@@ -144,24 +146,39 @@ def server_rss_mb(pid: int) -> float:
     return round(sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]) / 2**20, 1)
 
 
-def soak(data: Path, workers: int, seconds: float, users: int) -> dict:
+def sampled(pid: int, every: float, stop: threading.Event, into: list) -> None:
+    while not stop.wait(every):
+        into.append(server_rss_mb(pid))
+
+
+def soak(data: Path, workers: int, seconds: float, users: int, warmup: float) -> dict:
+    """Warm up (answer keys loaded, caches filled), then soak; RSS sampled every SAMPLE_S seconds throughout."""
     last = json.loads((data / "manifest.json").read_text())
     last = max(info["first_id"] + info["num_rows"] - 1 for info in last["splits"].values())
     with local_server(data, extra_args=("--workers", str(workers))) as served:
-        client(served.url, last, min(WARMUP_S, seconds / 2), users, seed=1)
+        client(served.url, last, warmup, users, seed=1)
         rss_before = server_rss_mb(served.pid)
         load_before = os.getloadavg()
-        result = client(served.url, last, seconds, users, seed=2)
+        samples, stop = [rss_before], threading.Event()
+        sampler = threading.Thread(target=sampled, args=(served.pid, SAMPLE_S, stop, samples))
+        sampler.start()
+        try:
+            result = client(served.url, last, seconds, users, seed=2)
+        finally:
+            stop.set()
+            sampler.join()
         rss_after = server_rss_mb(served.pid)
     growth = (rss_after - rss_before) / rss_before
     return {
         "workers": workers,
         "seconds": seconds,
+        "warmup_seconds": warmup,
         "users": users,
         **result,
         "rss_mb_before": rss_before,
         "rss_mb_after": rss_after,
         "rss_growth": round(growth, 4),
+        "rss_mb_samples": samples + [rss_after],
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "passed": result["errors"] == 0 and growth <= MAX_RSS_GROWTH,
@@ -177,10 +194,11 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=ROOT / "data" / "episodes")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--warmup", type=float, default=20.0, help="seconds of load before the RSS baseline")
     parser.add_argument("--users", type=int, default=32, help="concurrent virtual users (connections)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "soak.json")
     args = parser.parse_args()
-    runs = [soak(args.data, workers, args.seconds, args.users) for workers in args.workers]
+    runs = [soak(args.data, workers, args.seconds, args.users, args.warmup) for workers in args.workers]
     report = {"cpus": os.cpu_count(), "data": str(args.data), "mix_weights": MIX, "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

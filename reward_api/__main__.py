@@ -15,6 +15,7 @@ import secrets
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import uvicorn
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -84,6 +85,9 @@ def create_app():
     from reward_api.server import build_app
 
     settings = Settings()
+    # Arrow's default pool (mimalloc) holds on to freed row-group buffers: under benchmarks/soak.py one worker
+    # swung between 540 and 760 MB RSS; with the system allocator, 400-560 MB at the same throughput.
+    pa.set_memory_pool(pa.system_memory_pool())
     store = EpisodeStore(Path(settings.data), cache_mb=settings.cache_mb)
     token = settings.api_token.get_secret_value() if settings.api_token else None
     return build_app(Backend(store, TokenSigner(server_secret(), store.manifest.params_hash)), api_token=token)

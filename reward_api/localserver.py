@@ -54,19 +54,9 @@ def local_server(data: Path, timeout: float = 120.0, extra_args: tuple[str, ...]
     port = free_port()
     key = os.environ.get("CONTEXTCORRUPTION_STATE_KEY") or secrets.token_hex(16)
     log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: nobody reads the log while it runs
+    command = [sys.executable, "-m", "reward_api", "--data", str(data), "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "reward_api",
-            "--data",
-            str(data),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            *extra_args,
-        ],
+        [*command, *extra_args],
         env={**os.environ, "CONTEXTCORRUPTION_STATE_KEY": key},
         stdout=log,
         stderr=subprocess.STDOUT,

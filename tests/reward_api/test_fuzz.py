@@ -3,7 +3,7 @@
 Schemathesis's engine (what `schemathesis run` drives) runs its examples, coverage and fuzzing phases,
 positive and negative data, with three checks: no 5xx, responses match the documented schemas, and
 schema-violating requests are refused. The server is fuzzed open and with a bearer token required
-(then the spec declares the scheme and the fuzzer sends the token). Bounded: a fixed seed, 10 examples
+(then the spec declares the scheme and the fuzzer sends the token). Bounded: a fixed seed, 6 examples
 per operation and phase (no `max-time`: with it, fuzzing repeats until the time is spent).
 """
 
@@ -27,7 +27,7 @@ def fuzz_config(headers: dict[str, str]) -> schemathesis.Config:
             "workers": 1,
             "request-timeout": 30,
             "headers": headers,
-            "generation": {"mode": "all", "max-examples": 10},
+            "generation": {"mode": "all", "max-examples": 6},
             "phases": {"stateful": {"enabled": False}},
             "checks": {
                 "enabled": False,
