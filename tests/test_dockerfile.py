@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TRAINING_ONLY = {"torch", "trl", "transformers", "peft", "dvc", "datasets", "gradio", "polars", "duckdb"}
 # Shipped with the python:3.11-slim image itself.
 BASE_IMAGE_DISTS = {"pip", "setuptools", "wheel"}
-# Imported only when present (anyio and urllib3 wrap them in try/except ImportError).
-OPTIONAL_DISTS = {"brotli", "sniffio"}
+# Imported only when present (anyio and urllib3 wrap them in try/except ImportError; pyarrow prefers
+# cloudpickle to pickle when the dev install happens to bring it).
+OPTIONAL_DISTS = {"brotli", "sniffio", "cloudpickle"}
 
 LOADED_SCRIPT = """
 import json, sys
