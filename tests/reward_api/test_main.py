@@ -5,24 +5,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 from huggingface_hub import HfApi
 
+from reward_api.localserver import free_port, wait_healthy
 from tests.hubstandin import hub_standin
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _run(*args: str, **env: str) -> subprocess.Popen:
@@ -37,19 +30,11 @@ def _run(*args: str, **env: str) -> subprocess.Popen:
 
 
 def _wait_healthy(proc: subprocess.Popen, port: int) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert proc.poll() is None and time.monotonic() < deadline, "server did not come up"
-        time.sleep(0.2)
+    wait_healthy(f"http://127.0.0.1:{port}", proc, 60)
 
 
 def test_serves_the_folder_and_prints_curl_lines(served_dir):
-    port = _free_port()
+    port = free_port()
     proc = _run("--data", str(served_dir), "--port", str(port), CONTEXTCORRUPTION_STATE_KEY="k")
     try:
         _wait_healthy(proc, port)
@@ -66,13 +51,13 @@ def test_a_broken_folder_exits_2_naming_the_file(served_dir, tmp_path):
     shutil.copytree(served_dir, root)
     victim = sorted((root / "data").glob("*.parquet"))[0]
     victim.unlink()
-    proc = _run("--data", str(root), "--port", str(_free_port()))
+    proc = _run("--data", str(root), "--port", str(free_port()))
     output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 2 and f"{victim.name}: shard listed in the manifest is missing" in output
 
 
 def test_data_can_come_from_the_environment(tmp_path):
-    proc = _run(CONTEXTCORRUPTION_DATA=str(tmp_path), CONTEXTCORRUPTION_PORT=str(_free_port()))
+    proc = _run(CONTEXTCORRUPTION_DATA=str(tmp_path), CONTEXTCORRUPTION_PORT=str(free_port()))
     output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 2 and f"{tmp_path}/manifest.json: missing" in output
 
@@ -90,7 +75,7 @@ def test_serves_a_hub_repo_at_a_revision(served_dir, tmp_path):
         api.create_repo("acme/cc", repo_type="dataset")
         api.upload_folder(folder_path=served_dir, repo_id="acme/cc", repo_type="dataset")
         api.create_tag("acme/cc", tag="v1", repo_type="dataset")
-        port = _free_port()
+        port = free_port()
         env = {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}
         proc = _run("--data", "acme/cc", "--revision", "v1", "--port", str(port), **env)
         try:

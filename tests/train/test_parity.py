@@ -3,46 +3,18 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-
 import httpx
 import pytest
 
-from reward_api.tokens import KEY_ENV
+from reward_api.localserver import local_server
 from train.rewards import episode_reward, parse_completion
 from train.tools import ContextCorruptionEnv
 
 
 @pytest.fixture(scope="module")
 def server(episodes_dir):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reward_api", "--data", str(episodes_dir), "--port", str(port)],
-        env={**os.environ, KEY_ENV: "parity-test"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"reward server did not start: {proc.stderr.read().decode()[-2000:]}")
-        time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    with local_server(episodes_dir) as served:
+        yield served.url
 
 
 def _completions(row: dict) -> list[str]:
