@@ -23,8 +23,9 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[train,dev,ray]'
 	touch $@ $(VENV)/.core
 
+# The stages run `python -m ...`: the virtualenv's bin goes first on PATH so they find its interpreter.
 build: $(VENV)/.core
-	$(BIN)/dvc repro
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
 
 serve: $(VENV)/.core
 	$(BIN)/python -m reward_api --data data/episodes --host $(HOST) --port $(PORT)

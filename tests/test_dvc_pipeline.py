@@ -22,9 +22,10 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def sh(*cmd: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+def sh(*cmd: str, cwd: Path, timeout: float = 300, venv_on_path: bool = True) -> subprocess.CompletedProcess:
+    path = [p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != BIN]
     env = os.environ | {
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # the stages' `python` is this virtualenv's
+        "PATH": os.pathsep.join([str(BIN), *path] if venv_on_path else path),  # the stages' `python`
         "DVC_NO_ANALYTICS": "1",
         "DVC_SITE_CACHE_DIR": str(cwd / ".dvc-site-cache"),
         "HF_TOKEN": "",
@@ -65,7 +66,10 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 def test_dvc_repro_builds_every_stage_and_a_second_run_does_nothing(clone):
-    dvc(clone, "repro")
+    # Through the README's build step (`make build`, as `make run` runs it), with no virtualenv on PATH:
+    # the Makefile must make the stages' `python` the virtualenv's. -o: use this virtualenv as installed.
+    venv = BIN.parent
+    sh("make", "build", f"VENV={venv}", "-o", f"{venv}/.core", cwd=clone, venv_on_path=False)
 
     data = clone / "data"
     assert (data / "facts" / "facts.parquet").is_file()
