@@ -27,9 +27,7 @@ __all__ = [
     "EpisodeKey",
     "normalize",
     "accepted_answers",
-    "score",
     "score_key",
-    "score_submission",
     "score_submission_key",
 ]
 
@@ -138,38 +136,8 @@ def submission_budget(flagged: frozenset[int], max_budget: int = MAX_BUDGET) -> 
     return min(len(flagged) + 1, max_budget)
 
 
-def score(
-    answer: str,
-    flagged_ids: Iterable[int],
-    confidence: float,
-    budget_used: int,
-    *,
-    accepted: frozenset[str],
-    corrupt_ids: frozenset[int],
-    max_budget: int = MAX_BUDGET,
-) -> Breakdown:
-    """Reward of a finished episode. `accepted` comes from `accepted_answers`."""
-    key = EpisodeKey(accepted, frozenset(corrupt_ids), max_budget)
-    return score_key(answer, frozenset(flagged_ids), confidence, budget_used, key)
-
-
-def score_submission(
-    answer: str,
-    flagged_ids: Iterable[int],
-    confidence: float,
-    *,
-    accepted: frozenset[str],
-    corrupt_ids: frozenset[int],
-    max_budget: int = MAX_BUDGET,
-) -> Breakdown:
-    """A one-shot submission: the trace "flag each id, then submit" (budget capped at max_budget)."""
-    return score_submission_key(
-        answer, flagged_ids, confidence, EpisodeKey(accepted, frozenset(corrupt_ids), max_budget)
-    )
-
-
 def score_submission_key(answer: str, flagged_ids: Iterable[int], confidence: float, key: EpisodeKey) -> Breakdown:
-    """`score_submission` with the episode's precomputed key: the fast path for training and /score/batch.
+    """A one-shot submission scored with the episode's precomputed key: the fast path for training and /score/batch.
 
     Equals playing `game.submission_moves(...)` through `game.play` (tested).
     """

@@ -15,10 +15,7 @@ from reward_api.scoring import (
     EpisodeKey,
     accepted_answers,
     normalize,
-    score,
     score_key,
-    score_submission,
-    score_submission_key,
 )
 
 doc_sets = st.frozensets(st.integers(0, NUM_DOCS - 1))
@@ -81,18 +78,6 @@ def test_extremes_reach_the_documented_range():
 @given(st.text(max_size=30))
 def test_normalize_equals_the_regex_definition(text):
     assert normalize(text) == " ".join(re.sub(r"[^\w\s]", "", text.lower()).split())
-
-
-@given(answers, doc_sets, confidences, corrupt_sets)
-def test_keyword_api_matches_key_api(answer, flagged, confidence, corrupt):
-    accepted = accepted_answers("Paris", ["City of Paris"])
-    used = min(len(flagged) + 1, MAX_BUDGET)
-    assert score(answer, flagged, confidence, used, accepted=accepted, corrupt_ids=corrupt) == score_key(
-        answer, flagged, confidence, used, key_for(corrupt)
-    )
-    assert score_submission(answer, flagged, confidence, accepted=accepted, corrupt_ids=corrupt) == (
-        score_submission_key(answer, list(flagged), confidence, key_for(corrupt))
-    )
 
 
 @pytest.mark.parametrize(
