@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from reward_api.localserver import free_port
 from tests.train.test_grpo import SMALL, _check_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,12 +38,6 @@ if "RANK" in os.environ and "EPISODE_LOG_DIR" in os.environ:
 
     rewards.episode_reward = episode_reward
 '''
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _shard_of_episode(episodes_dir: Path) -> dict[int, str]:
@@ -69,7 +63,7 @@ def test_two_cpu_processes_train_on_disjoint_shards(tmp_path, write_params, epis
     }
     command = [
         str(TORCHRUN), "--nnodes", "1", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-        "--master_port", str(_free_port()), "-m", "train.grpo", "--params", str(path),
+        "--master_port", str(free_port()), "-m", "train.grpo", "--params", str(path),
     ]  # fmt: skip
     run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
