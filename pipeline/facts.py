@@ -92,14 +92,15 @@ def summarise(table: pa.Table) -> dict:
 def write_facts(table: pa.Table, out_dir: Path) -> None:
     """out_dir/facts.parquet (zstd, FACT_SCHEMA) and out_dir/summary.json (counts per source/split/type/relation).
 
-    Both are written under hidden temporary names and renamed only once both are complete, so a reader
-    never finds a half-written file, and a failed write leaves the previous output untouched.
+    Both are written under hidden temporary names and renamed only once both are complete, facts.parquet (what
+    the episodes stage reads) last, so a reader never finds a half-written file or a build killed before it was
+    complete, and a failed write leaves the previous output untouched.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table = table.cast(FACT_SCHEMA)
     parquet, summary = out_dir / "facts.parquet", out_dir / "summary.json"
-    staged = {path: path.with_name(f".{path.name}.tmp") for path in (parquet, summary)}
+    staged = {path: path.with_name(f".{path.name}.tmp") for path in (summary, parquet)}
     try:
         pq.write_table(table, staged[parquet], compression="zstd")
         staged[summary].write_text(json.dumps(summarise(table), indent=2) + "\n")
