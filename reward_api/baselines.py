@@ -5,14 +5,12 @@
 Every episode is started with POST /reset (the agents see only that observation); the majority agent
 then plays it with POST /step and the state token, and every agent's submissions are scored in bulk
 with POST /score/batch (the /step rewards must equal the batch's, or the run stops). Without --url the
-script serves --data itself on a free loopback port. The agents:
+script serves --data itself on a free loopback port. The agents are those of `reward_api.agents`; the oracle
+reads the answer and the corrupt ids from the dataset files (hidden columns).
 
-- random: the original spec's baseline; flags 0-4 random documents, answers "unknown" with confidence 0.5.
-- majority: flags nothing, answers what most documents state (`heuristics.read`), confidence = its share.
-- flag_all: the majority answer, with all 8 documents flagged.
-- majority_flag_dissent: the majority answer, flagging each document that does not state it.
-- oracle: reads the answer and the corrupt ids from the dataset files (hidden columns). It is the upper
-  bound, not an agent: it only shows what a perfect play scores.
+The success thresholds it reports are the tiers' of `reward_api.tasks.task_list`, measured in-process on
+--data's validation split, exactly what GET /tasks serves. Both outputs are written under temporary names and
+renamed when complete, the metrics JSON last, so a killed run leaves no partial or stale-paired metrics.
 """
 
 from __future__ import annotations
@@ -24,60 +22,24 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
-from typing import NamedTuple
 
 import httpx
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.randomness import integers, permutations
-from pipeline.schema import NUM_DOCS, TASKS
-from reward_api.heuristics import read
+from pipeline.schema import TASKS
+from pipeline.writer import write_text_atomic
+from reward_api.agents import AGENTS, Submission, oracle_submission, random_submissions, reader_submissions
 from reward_api.localserver import Served, local_server
 from reward_api.metrics import summarize, table
-from reward_api.store import read_manifest
+from reward_api.store import EpisodeStore, read_manifest
+from reward_api.tasks import task_list
 
 log = logging.getLogger("reward_api.baselines")
 
-AGENTS = ("random", "majority", "flag_all", "majority_flag_dissent", "oracle")
-# Draw slots of pipeline.randomness for the random agent.
-RANDOM_COUNT_SLOT, RANDOM_DOCS_SLOT = 7001, 7002
 BATCH = 1024
 CONNECTIONS = 4
-
-
-class Submission(NamedTuple):
-    episode_id: int
-    answer: str
-    flagged_ids: tuple[int, ...]
-    confidence: float
-
-    def body(self) -> dict:
-        return {**self._asdict(), "flagged_ids": list(self.flagged_ids)}
-
-
-def random_submissions(ids: np.ndarray, seed: int) -> list[Submission]:
-    """The original spec's random agent, drawn from (seed, episode id) so a run is reproducible."""
-    counts = integers(seed, ids, RANDOM_COUNT_SLOT, 5)
-    orders = permutations(seed, ids, RANDOM_DOCS_SLOT, NUM_DOCS)
-    return [
-        Submission(int(i), "unknown", tuple(sorted(int(d) for d in order[:k])), 0.5)
-        for i, k, order in zip(ids, counts, orders, strict=True)
-    ]
-
-
-def reader_submissions(observation: dict) -> dict[str, Submission]:
-    """The three agents that read the visible text only."""
-    docs = observation["documents"]
-    reading = read(observation["question"], [d["content"] for d in docs])
-    share = round(reading.votes / len(docs), 4)
-    episode_id = observation["episode_id"]
-    return {
-        "majority": Submission(episode_id, reading.answer, (), share),
-        "flag_all": Submission(episode_id, reading.answer, tuple(range(len(docs))), share),
-        "majority_flag_dissent": Submission(episode_id, reading.answer, reading.dissenting, share),
-    }
 
 
 def truth(root: Path, split: str, ids: np.ndarray) -> dict[int, dict]:
@@ -136,9 +98,7 @@ def play(client: httpx.Client, ids: np.ndarray, hidden: dict[int, dict], seed: i
         agent: [subs[agent] for subs, _ in episodes] for agent in ("majority", "flag_all", "majority_flag_dissent")
     }
     plays["random"] = random_submissions(ids, seed)
-    plays["oracle"] = [
-        Submission(i, hidden[i]["answer"], tuple(sorted(hidden[i]["corrupt_ids"])), 1.0) for i in ids.tolist()
-    ]
+    plays["oracle"] = [oracle_submission(i, hidden[i]["answer"], hidden[i]["corrupt_ids"]) for i in ids.tolist()]
     scored = {agent: [r["breakdown"] for r in score_batch(client, subs)] for agent, subs in plays.items()}
     if scored["majority"] != [breakdown for _, breakdown in episodes]:
         raise RuntimeError("/step and /score/batch disagree on the same submissions")
@@ -157,7 +117,17 @@ def run(data: Path, url: str | None, split: str, episodes: int, seed: int) -> di
         if params_hash != read_manifest(data).params_hash:
             raise SystemExit(f"{served.url} serves another dataset (params hash {params_hash}) than {data}")
         plays = play(client, ids, hidden, seed)
-    return summarize(plays, hidden, split=split, seed=seed, tasks=TASKS)
+    return {**summarize(plays, hidden, split=split, seed=seed, tasks=TASKS), **thresholds(data)}
+
+
+def thresholds(data: Path) -> dict:
+    """The tiers of GET /tasks for this dataset: their success thresholds, rules and the means they came from."""
+    tiers = task_list(EpisodeStore(data, cache_mb=64, preload_keys=False))
+    return {
+        "success_thresholds": {tier.name: tier.success_threshold for tier in tiers},
+        "threshold_rule": "; ".join(dict.fromkeys(tier.threshold_rule for tier in tiers)),
+        "tiers": {tier.name: tier.model_dump(exclude={"name", "description", "threshold_rule"}) for tier in tiers},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     metrics = run(args.data, args.url, args.split, args.episodes, args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     markdown = table(metrics)
-    (args.table or args.out.with_suffix(".md")).write_text(markdown)
+    write_text_atomic(args.table or args.out.with_suffix(".md"), markdown)
+    write_text_atomic(args.out, json.dumps(metrics, indent=2, sort_keys=True) + "\n")  # DVC's metrics file last
     print(markdown)
     return 0
 

@@ -222,3 +222,7 @@ class TaskOut(BaseModel):
     description: str
     success_threshold: float
     threshold_rule: str
+    episodes: int = Field(0, description="Validation episodes the threshold was measured on (0: formula fallback)")
+    baseline_means: dict[str, float] = Field(
+        default_factory=dict, description="Mean reward of each baseline agent the threshold came from"
+    )

@@ -1,45 +1,113 @@
-"""Difficulty tiers (task k has k corrupt documents) and their success thresholds, derived from the reward.
+"""Difficulty tiers (task k has k corrupt documents) and their success thresholds, measured from baseline agents.
 
-A tier's threshold is the reward of the weakest play we still call a success: the correct answer, at
-least half of the corrupt documents flagged (rounded up), no false flag, confidence 0, and the whole
-budget spent. It is computed by the scoring function itself, so it follows the formula. No wrong answer
-can reach it (a wrong answer scores at most 0.3 + 0.2 + efficiency < 0.55, and every threshold is
->= 0.75). A baselines module may later replace these with figures measured from baseline agents.
+A tier's threshold sits halfway between two baseline agents' mean rewards over its first
+`THRESHOLD_EPISODES` episodes of the validation split: 'majority' (answers by majority vote, flags nothing)
+and 'oracle' (a perfect play). Success thus means more than answering correctly: it needs corrupt documents
+found. The agents (`reward_api.agents`) are played in-process with the server's own scoring, so the figures
+are deterministic per dataset and equal to what `python -m reward_api.baselines` reports for it. Measuring
+1,024 episodes takes ~4 s of CPU on the default build (the reader dominates), hence `tasks_in_background`.
+
+A tier with no validation episode (or no dataset) falls back to a threshold from the reward formula alone:
+the reward of the weakest play still called a success (correct answer, half of the corrupt documents
+flagged, no false flag, confidence 0, the whole budget spent); its rule text says so.
 """
 
 from __future__ import annotations
 
-from pipeline.schema import MAX_BUDGET, TASKS
-from reward_api.models import TaskOut
-from reward_api.scoring import EpisodeKey, score_key
+import threading
+from concurrent.futures import Future
+from typing import NamedTuple
 
+from pipeline.schema import MAX_BUDGET, TASKS
+from reward_api.agents import oracle_submission, reader_submissions
+from reward_api.models import TaskOut
+from reward_api.scoring import EpisodeKey, score_key, score_submission_key
+from reward_api.store import EpisodeNotFound, EpisodeStore
+
+THRESHOLD_SPLIT = "validation"
+THRESHOLD_EPISODES = 256  # per tier: ~0.01 standard error on a mean, bounded cost
 DESCRIPTIONS = {
     "easy": "One corrupt document (a changed number); the true answer is a clear majority.",
     "medium": "Two corrupt documents; the second swaps the answer for another entity.",
     "hard": "Three corrupt documents, adding an inverted statement.",
     "adversarial": "Four corrupt documents, including a coherent, authoritative-sounding fabrication.",
 }
-THRESHOLD_RULE = (
+MEASURED_RULE = (
+    "midpoint of the mean rewards of the baseline agents 'majority' (majority-vote answer, no flag) and 'oracle' "
+    f"over the tier's first (up to {THRESHOLD_EPISODES}) {THRESHOLD_SPLIT} episodes, rounded to 2 decimals"
+)
+FORMULA_RULE = (
     "reward of: correct answer, ceil(k/2) of the k corrupt documents flagged, no false flag, confidence 0, "
-    f"all {MAX_BUDGET} actions used"
+    f"all {MAX_BUDGET} actions used (formula fallback: no {THRESHOLD_SPLIT} episodes of this tier to measure)"
 )
 
 
+class TierMeans(NamedTuple):
+    episodes: int
+    majority: float
+    oracle: float
+
+    @property
+    def threshold(self) -> float:
+        return round((self.majority + self.oracle) / 2, 2)
+
+
 def success_threshold(corrupt_docs: int) -> float:
+    """The formula fallback (see the module docstring)."""
     corrupt = frozenset(range(corrupt_docs))
     key = EpisodeKey(frozenset({"answer"}), corrupt, MAX_BUDGET)
     flagged = frozenset(range(-(-corrupt_docs // 2)))
     return score_key("answer", flagged, 0.0, MAX_BUDGET, key)["total"]
 
 
-def task_list() -> list[TaskOut]:
-    return [
-        TaskOut(
-            name=name,
-            corrupt_docs=k,
-            description=DESCRIPTIONS[name],
-            success_threshold=success_threshold(k),
-            threshold_rule=THRESHOLD_RULE,
-        )
-        for k, name in enumerate(TASKS, start=1)
-    ]
+def tier_means(store: EpisodeStore, task: str, episodes: int = THRESHOLD_EPISODES) -> TierMeans | None:
+    """'majority' and 'oracle' mean rewards (4 decimals, like the baselines' metrics); None without episodes."""
+    try:
+        ids = store.ids_of(THRESHOLD_SPLIT, task)[:episodes].tolist()
+    except EpisodeNotFound:  # a dataset without a validation split
+        return None
+    if not ids:
+        return None
+    majority = oracle = 0.0
+    for episode_id in ids:
+        key = store.key(episode_id)
+        agent = reader_submissions(store.view(episode_id))["majority"]
+        best = oracle_submission(episode_id, min(key.accepted), key.corrupt)  # any accepted form is the answer
+        majority += score_submission_key(agent.answer, agent.flagged_ids, agent.confidence, key)["total"]
+        oracle += score_submission_key(best.answer, best.flagged_ids, best.confidence, key)["total"]
+    return TierMeans(len(ids), round(majority / len(ids), 4), round(oracle / len(ids), 4))
+
+
+def task_list(store: EpisodeStore | None = None, episodes: int = THRESHOLD_EPISODES) -> list[TaskOut]:
+    """The tiers of GET /tasks; thresholds measured on `store` (the formula's for every tier without one)."""
+    tiers = []
+    for k, name in enumerate(TASKS, start=1):
+        means = None if store is None else tier_means(store, name, episodes)
+        common = {"name": name, "corrupt_docs": k, "description": DESCRIPTIONS[name]}
+        if means is None:
+            tiers.append(TaskOut(**common, success_threshold=success_threshold(k), threshold_rule=FORMULA_RULE))
+        else:
+            tiers.append(
+                TaskOut(
+                    **common,
+                    success_threshold=means.threshold,
+                    threshold_rule=MEASURED_RULE,
+                    episodes=means.episodes,
+                    baseline_means={"majority": means.majority, "oracle": means.oracle},
+                )
+            )
+    return tiers
+
+
+def tasks_in_background(store: EpisodeStore) -> Future[list[TaskOut]]:
+    """Start measuring `task_list(store)` in a daemon thread (at server start-up, so start-up does not wait)."""
+    future: Future[list[TaskOut]] = Future()
+
+    def measure() -> None:
+        try:
+            future.set_result(task_list(store))
+        except BaseException as exc:  # handed to whoever awaits the tiers
+            future.set_exception(exc)
+
+    threading.Thread(target=measure, name="task-thresholds", daemon=True).start()
+    return future

@@ -11,11 +11,14 @@ import pytest
 import yaml
 
 from pipeline.schema import TASKS, VISIBLE_COLUMNS
-from reward_api.baselines import AGENTS, Submission, episode_ids, main, random_submissions, reader_submissions
+from reward_api.agents import AGENTS, Submission, random_submissions, reader_submissions
+from reward_api.baselines import episode_ids, main
 from reward_api.heuristics import read
 from reward_api.metrics import stats
 from reward_api.scoring import accepted_answers, normalize, score_submission_key
+from reward_api.tasks import task_list
 from tests.conftest import SMALL_EPISODES
+from tests.pipeline.test_crash import run_killed, snapshot, staged
 from tests.reward_api.conftest import truth_key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +104,7 @@ def test_bad_split_or_count_is_refused_by_name(dataset_dir):
     assert whole.tolist() == list(range(SMALL_EPISODES.train, SMALL_EPISODES.train + SMALL_EPISODES.validation))
 
 
-def test_baselines_over_a_running_server(dataset_dir, base_url, rows, tmp_path):
+def test_baselines_over_a_running_server(dataset_dir, base_url, backend, rows, tmp_path):
     out = tmp_path / "baselines.json"
     assert main(["--data", str(dataset_dir), "--url", base_url, "--episodes", "120", "--out", str(out)]) == 0
     metrics = json.loads(out.read_text())
@@ -119,6 +122,10 @@ def test_baselines_over_a_running_server(dataset_dir, base_url, rows, tmp_path):
     assert agents["flag_all"]["all"]["flag_precision"] == round(corrupt_share, 4)
     assert agents["random"]["all"]["mean_reward"] < agents["majority"]["all"]["mean_reward"]
     assert agents["majority"]["all"]["mean_reward"] < agents["oracle"]["all"]["mean_reward"]
+    tiers = task_list(backend.store)  # what GET /tasks serves for this dataset
+    assert metrics["success_thresholds"] == {tier.name: tier.success_threshold for tier in tiers}
+    assert metrics["tiers"] == {tier.name: tier.model_dump(include=set(metrics["tiers"][tier.name])) for tier in tiers}
+    assert metrics["threshold_rule"] == tiers[0].threshold_rule
     for task, threshold in metrics["success_thresholds"].items():
         assert task in TASKS
         assert (
@@ -139,6 +146,22 @@ def test_baselines_serve_the_folder_themselves(dataset_dir, tmp_path):
     out = tmp_path / "b.json"
     assert main(["--data", str(dataset_dir), "--episodes", "20", "--split", "test", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["split"] == "test"
+
+
+@pytest.mark.parametrize("rename", [0, 1])
+def test_a_run_killed_before_its_metrics_are_in_place_reruns_identically(dataset_dir, base_url, tmp_path, rename):
+    args = ["--data", str(dataset_dir), "--url", base_url, "--episodes", "16", "--out", "out/b.json"]
+    run_killed(f"from reward_api.baselines import main\nmain({args!r})", rename, tmp_path)
+    assert not (tmp_path / "out" / "b.json").exists(), "no metrics for DVC to read"
+    assert staged(tmp_path / "out") == [[".b.md.tmp"], [".b.json.tmp"]][rename], "killed with an output staged"
+
+    args[-1] = str(tmp_path / "out" / "b.json")
+    assert main(args) == 0
+    rerun = snapshot(tmp_path / "out")
+    assert sorted(rerun) == ["b.json", "b.md"]
+    args[-1] = str(tmp_path / "reference" / "b.json")
+    assert main(args) == 0
+    assert snapshot(tmp_path / "reference") == rerun
 
 
 def test_a_server_of_another_dataset_or_none_is_refused(dataset_dir, base_url, tmp_path):
