@@ -40,6 +40,7 @@ from reward_api.models import (
 )
 from reward_api.scoring import REWARD_VERSION, Breakdown, EpisodeKey, score_submission_key
 from reward_api.tasks import task_list
+from reward_api.views import ViewCache
 
 MAX_SESSIONS = 256
 # Its nested models are referenced as OpenAPI components (added to the spec by `_batch_components`).
@@ -144,6 +145,9 @@ def _patch_openapi(app: FastAPI, patches: list) -> None:
 def _add_routes(app: FastAPI, backend: Backend) -> None:
     store = backend.store
     tasks = task_list()
+    views = ViewCache(store)
+    views.start()
+    app.state.views = views
 
     @app.get(
         "/episodes/{episode_id}", response_model=EpisodeView, tags=["Episodes"], summary="Agent view of an episode"
@@ -151,9 +155,13 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
     async def episode(episode_id: Annotated[int, Path(ge=0, description="Global episode id")]) -> Response:
         """The visible columns only: never the answer, the aliases or which documents are corrupt.
 
-        A cached view is answered on the event loop; a row-group read goes to the thread pool, where reads
-        (which release the GIL while decompressing) run in parallel on a multi-core machine.
+        Once the views cache has the episode's shard (reward_api.views), its stored body is answered on the event
+        loop. Until then a cached view is too; a row-group read goes to the thread pool, where reads (which
+        release the GIL while decompressing) run in parallel on a multi-core machine.
         """
+        body = views.body(episode_id)
+        if body is not None:
+            return Response(body, media_type="application/json")
         view = store.cached_view(episode_id)
         if view is None:
             view = await run_in_threadpool(store.view, episode_id)
