@@ -43,7 +43,7 @@ from pipeline.schema import (
     ShardInfo,
     SplitInfo,
 )
-from pipeline.writer import ShardPlan, file_sha256, plan_shards, staging, write_manifest, write_shard
+from pipeline.writer import ShardPlan, file_sha256, staging, write_manifest, write_shard
 
 log = logging.getLogger(__name__)
 OUT_DIR = Path("data/episodes")
@@ -327,7 +327,7 @@ def build_episodes(
     for any `params.workers` and `params.engine`: shards are pure functions of (seed, ids).
     """
     facts_hash = facts_sha256(facts_dir)
-    plans = plan_shards(params.counts(), params.shard_rows)
+    plans = params.shard_plans()
     facts_path = Path(facts_dir) / FACTS_FILE
     with staging(Path(out_dir)) as root:
         write = partial(_write, root=root, row_group_rows=params.row_group_rows)

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from pipeline.schema import SPLITS
+from pipeline.writer import ShardPlan, plan_shards
 
 DEFAULT_PARAMS = Path("params.yaml")
 EXECUTION_KEYS = ("workers", "engine", "ray_address")  # episodes keys left out of the manifest's params_hash
@@ -54,6 +55,11 @@ class EpisodesParams(_Section):
     workers: int = Field(gt=0)
     shard_rows: int = Field(gt=0, description="Maximum rows per Parquet shard")
     row_group_rows: int = Field(gt=0, description="Rows per row group: one id lookup reads one group")
+    shard_multiple: int = Field(
+        1,
+        gt=0,
+        description="Each split's shard count is a multiple of this (the GPU count: ranks stream whole shards)",
+    )
     engine: Literal["local", "ray"] = Field("local", description="Runs the shards: a local process pool or Ray tasks")
     ray_address: str = Field("", description="Ray cluster to join (e.g. ray://head:10001, auto); empty: start one")
 
@@ -72,7 +78,14 @@ class EpisodesParams(_Section):
             raise ValueError(
                 f"shard_rows ({self.shard_rows}) must be a multiple of row_group_rows ({self.row_group_rows})"
             )
+        try:
+            self.shard_plans()
+        except ValueError as err:
+            raise ValueError(f"shard_multiple ({self.shard_multiple}): {err}") from None
         return self
+
+    def shard_plans(self) -> list[ShardPlan]:
+        return plan_shards(self.counts(), self.shard_rows, self.row_group_rows, self.shard_multiple)
 
     def counts(self) -> dict[str, int]:
         return {split: getattr(self, split) for split in SPLITS}

@@ -56,24 +56,46 @@ class ShardPlan:
         return f"data/{self.split}-{self.index:05d}-of-{self.count:05d}.parquet"
 
 
-def plan_shards(counts: Mapping[str, int], shard_rows: int) -> list[ShardPlan]:
-    """Shards of `shard_rows` rows (the last of a split shorter); ids are global and contiguous in SPLITS order."""
+def plan_shards(counts: Mapping[str, int], shard_rows: int, row_group_rows: int, multiple: int = 1) -> list[ShardPlan]:
+    """Shards of at most `shard_rows` rows, their count per split a multiple of `multiple`; ids are global and
+    contiguous in SPLITS order.
+
+    A split's row groups are spread over its shards as evenly as possible, so every shard holds whole row groups
+    (only the split's last group is shorter) and ranks streaming whole shards (`split_dataset_by_node` with a
+    shard count divisible by the world size) get equal work.
+    """
     if set(counts) != set(SPLITS):
         raise ValueError(f"counts needs exactly the splits {list(SPLITS)}, got {sorted(counts)}")
-    if shard_rows < 1:
-        raise ValueError(f"shard_rows must be >= 1, got {shard_rows}")
+    for name, value in (("shard_rows", shard_rows), ("row_group_rows", row_group_rows), ("multiple", multiple)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
     plans: list[ShardPlan] = []
     first_id = 0
     for split in SPLITS:
         rows = counts[split]
         if rows < 1:
             raise ValueError(f"counts[{split!r}] must be >= 1, got {rows}")
-        count = -(-rows // shard_rows)
+        count = shard_count(rows, shard_rows, multiple)
+        groups = -(-rows // row_group_rows)
+        if groups < count:
+            raise ValueError(
+                f"{split}: {rows} rows make {groups} row groups of {row_group_rows}, too few for {count} shards "
+                f"(a multiple of {multiple})"
+            )
+        base, extra = divmod(groups, count)
+        left = rows
         for index in range(count):
-            size = min(shard_rows, rows - index * shard_rows)
+            size = min((base + (index < extra)) * row_group_rows, left)
             plans.append(ShardPlan(split, index, count, first_id, size))
             first_id += size
+            left -= size
     return plans
+
+
+def shard_count(rows: int, shard_rows: int, multiple: int) -> int:
+    """Shards needed for `rows` rows of at most `shard_rows` each, rounded up to a multiple of `multiple`."""
+    needed = -(-rows // shard_rows)
+    return -(-needed // multiple) * multiple
 
 
 def check_table(table: pa.Table, plan: ShardPlan) -> None:

@@ -24,6 +24,8 @@ def test_repository_params_are_valid():
         ("episodes", EpisodesParams, {"validation": 0}, "episodes.validation"),
         ("episodes", EpisodesParams, {"shards": 3}, "episodes.shards"),
         ("episodes", EpisodesParams, {"row_group_rows": 1000}, "multiple of row_group_rows"),
+        ("episodes", EpisodesParams, {"shard_multiple": 0}, "episodes.shard_multiple"),
+        ("episodes", EpisodesParams, {"test": 300, "shard_multiple": 8}, r"shard_multiple \(8\): test: 300 rows"),
         ("facts", FactsParams, {"sources": ["geonames", "wikipedia"]}, "facts.sources"),
         ("facts", FactsParams, {"split_weights": {"train": 0.5, "validation": 0.1, "test": 0.1}}, "sum to 1"),
     ],

@@ -25,6 +25,8 @@ from reward_api.scoring import normalize
 REPO = Path(__file__).resolve().parents[2]
 COUNTS = {"train": 40, "validation": 12, "test": 12}
 TRAIN0 = "data/train-00000-of-00003.parquet"
+# Row groups of 8: train's 5 groups fill 3 shards of 16, 16 and 8 rows, which the edits below address.
+GROUP = 8
 
 
 def sql_normalize(texts: list[str]) -> list[str]:
@@ -60,7 +62,7 @@ def test_sql_normalize_equals_python_on_answers():
 
 
 def test_good_folder_passes_with_metrics(tmp_path):
-    write_folder(tmp_path, COUNTS)
+    write_folder(tmp_path, COUNTS, row_group_rows=GROUP)
     metrics = validate(tmp_path)
     assert metrics["violations"] == dict.fromkeys(INVARIANTS, 0)
     assert metrics["violation_examples"] == {} and violation_message(metrics) == ""
@@ -87,7 +89,7 @@ def test_length_stats_use_nearest_rank():
     assert length_stats({}) == {"count": 0, "mean": None, "p50": None, "p95": None, "max": None}
 
 
-def rewrite(root: Path, path: str, edit, row_group_rows: int = 4) -> None:
+def rewrite(root: Path, path: str, edit, row_group_rows: int = GROUP) -> None:
     """Apply `edit` to the rows of one shard, write it with pyarrow, and keep the manifest's checksums true."""
     rows = pq.read_table(root / path).to_pylist()
     edit(rows)
@@ -195,7 +197,7 @@ EXPECTED = {
 
 
 def test_every_broken_invariant_is_named_with_its_episodes(tmp_path):
-    write_folder(tmp_path, COUNTS)
+    write_folder(tmp_path, COUNTS, row_group_rows=GROUP)
     for path, edits in EDITS.items():
         rewrite(tmp_path, path, lambda rows, edits=edits: [edit(rows) for edit in edits])
     metrics = validate(tmp_path)
@@ -207,7 +209,7 @@ def test_every_broken_invariant_is_named_with_its_episodes(tmp_path):
 
 
 def test_file_invariants_name_the_files(tmp_path):
-    write_folder(tmp_path, COUNTS)
+    write_folder(tmp_path, COUNTS, row_group_rows=GROUP)
     table = pq.read_table(tmp_path / TRAIN1)
     pq.write_table(table, tmp_path / TRAIN1, row_group_size=3)  # true checksums, wrong row groups
     fix_checksums(tmp_path)
@@ -230,7 +232,7 @@ def test_file_invariants_name_the_files(tmp_path):
         f"{TRAIN0}: bytes or sha256 differ from the manifest",
         f"{TRAIN2}: missing",
     ]
-    assert examples["row_groups"] == [f"{TRAIN1}: row groups [3, 3, 3, 3, 3, 1], expected groups of 4"]
+    assert examples["row_groups"] == [f"{TRAIN1}: row groups [3, 3, 3, 3, 3, 1], expected groups of {GROUP}"]
     assert set(examples) == {"manifest_ranges", "files_match_manifest", "row_groups"}
 
 
@@ -244,7 +246,7 @@ def run_stage(cwd: Path) -> subprocess.CompletedProcess:
 def test_stage_writes_metrics_and_fails_on_violation(tmp_path):
     root = tmp_path / "data" / "episodes"
     root.mkdir(parents=True)
-    write_folder(root, COUNTS)
+    write_folder(root, COUNTS, row_group_rows=GROUP)
     done = run_stage(tmp_path)
     assert done.returncode == 0, done.stderr
     metrics = json.loads((tmp_path / "data" / "metrics" / "dataset.json").read_text())
