@@ -79,12 +79,15 @@ def skip_web_ui() -> None:
         sys.modules.setdefault("gradio", None)
 
 
-def create_app():
-    """The app for the settings in the environment: what each worker process builds when --workers > 1."""
+def create_app(settings: Settings | None = None):
+    """The app for `settings` (default: those in the environment): what each worker process builds when --workers > 1.
+
+    `settings.data` must be a dataset folder here (reward_api.app.create_app also takes a Hub repo id).
+    """
     from reward_api.env import Backend
     from reward_api.server import build_app
 
-    settings = Settings()
+    settings = settings or Settings()
     # Arrow's default pool (mimalloc) holds on to freed row-group buffers: under benchmarks/soak.py one worker
     # swung between 540 and 760 MB RSS; with the system allocator, 400-560 MB at the same throughput.
     pa.set_memory_pool(pa.system_memory_pool())

@@ -16,10 +16,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from reward_api.env import ENV_NAME, Backend
+from reward_api.env import ENV_NAME
 from reward_api.scoring import REWARD_RANGE
-from reward_api.store import EpisodeStore
-from reward_api.tokens import TokenSigner
 from tests.reward_api.conftest import SECRET, serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,17 +48,16 @@ def test_manifest_declares_the_served_environment(manifest):
     assert (ROOT / manifest["validation"]["capabilities"]["oracle"]["location"]).is_file()
 
 
-def manifest_app(manifest: dict, dataset_dir: Path):
-    """The app built by the factory that `app:` names, serving the suite's dataset."""
+def manifest_app(manifest: dict, dataset_dir: Path, monkeypatch: pytest.MonkeyPatch):
+    """The app built by the zero-argument factory that `app:` names, serving the suite's dataset."""
     module, attr = manifest["app"].split(":")
-    store = EpisodeStore(dataset_dir)
-    return getattr(importlib.import_module(module), attr)(
-        Backend(store, TokenSigner(SECRET, store.manifest.params_hash))
-    )
+    monkeypatch.setenv("CONTEXTCORRUPTION_DATA", str(dataset_dir))
+    monkeypatch.setenv("CONTEXTCORRUPTION_STATE_KEY", SECRET.decode())
+    return getattr(importlib.import_module(module), attr)()
 
 
-def test_app_names_the_server_factory(manifest, dataset_dir):
-    app = manifest_app(manifest, dataset_dir)
+def test_app_names_the_server_factory(manifest, dataset_dir, monkeypatch):
+    app = manifest_app(manifest, dataset_dir, monkeypatch)
     assert {"/reset", "/step", "/state", "/health", "/score"} <= {route.path for route in app.routes}
 
 
@@ -91,8 +88,8 @@ def test_default_validation_has_no_failure(openenv_cli, package):
     assert set(statuses.values()) <= {"pass", "skip"}
 
 
-def test_validation_against_a_running_server(openenv_cli, manifest, dataset_dir):
-    server, thread, url = serve(manifest_app(manifest, dataset_dir))
+def test_validation_against_a_running_server(openenv_cli, manifest, dataset_dir, monkeypatch):
+    server, thread, url = serve(manifest_app(manifest, dataset_dir, monkeypatch))
     try:
         result = openenv_cli("validate", "--url", url, "--json")
     finally:

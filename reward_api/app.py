@@ -1,0 +1,23 @@
+"""Zero-argument app factory: `uvicorn --factory reward_api.app:create_app`, and openenv.yaml's `app:`.
+
+Settings come from the environment, as for `python -m reward_api` (CONTEXTCORRUPTION_DATA, _REVISION, _CACHE_MB;
+the API token and the state-token key too): CONTEXTCORRUPTION_DATA may be a folder or a Hub dataset repo id,
+downloaded at `_REVISION` here. With several uvicorn workers set CONTEXTCORRUPTION_STATE_KEY, or each worker
+signs state tokens with a key of its own and refuses the others' tokens.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from reward_api.__main__ import Settings, skip_web_ui
+from reward_api.__main__ import create_app as app_for
+from reward_api.source import dataset_folder
+
+
+def create_app() -> FastAPI:
+    """The server for the dataset the environment names; a missing or broken dataset raises StoreError naming it."""
+    skip_web_ui()
+    settings = Settings()
+    folder = dataset_folder(settings.data, settings.revision)
+    return app_for(settings.model_copy(update={"data": str(folder), "revision": None}))
