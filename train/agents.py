@@ -1,9 +1,10 @@
-"""Agents for evaluation: a model (greedy, one-shot prompt) and reference baselines.
+"""Agents for evaluation: a model (greedy; one-shot or through the tools) and reference baselines.
 
-Every agent maps a batch of episode rows to completion texts, which go through the same parser and
-reward as training. The baselines are reference points on the reward scale, not agents a model could
-be: `oracle`, `majority` and `follower` read hidden columns to act out a behaviour (perfect, trusting
-the majority of documents, trusting one random document), and `empty` always abstains.
+Every one-shot agent maps a batch of episode rows to completion texts, which go through the same parser
+and reward as training; a tool agent (`train.toolplay.ToolAgent`) replies turn by turn in token ids.
+The baselines are reference points on the reward scale, not agents a model could be: `oracle`,
+`majority` and `follower` read hidden columns to act out a behaviour (perfect, trusting the majority of
+documents, trusting one random document), and `empty` always abstains.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from train.prompts import oneshot_prompt
+from train.rewards import parse_completion
+from train.toolplay import ToolAgent
 
 Agent = Callable[[Sequence[dict[str, Any]]], list[str]]
 
@@ -51,33 +54,103 @@ def empty(rows: Sequence[dict[str, Any]]) -> list[str]:
 BASELINES: dict[str, Agent] = {"oracle": oracle, "majority": majority, "follower": follower, "empty": empty}
 
 
-def model_agent(path: str, max_new_tokens: int = 96, batch_size: int = 8) -> Agent:
-    """Greedy one-shot generation from a saved model or LoRA adapter folder."""
-    import torch
+def load_model(path: str, base: str | None = None) -> tuple[Any, Any]:
+    """A saved model, or a LoRA adapter on `base` (default: the base recorded in the adapter), in eval mode,
+    with its tokenizer (the adapter's own when it saved one)."""
     from transformers import AutoModelForCausalLM
 
     from train.backend import load_tokenizer
 
     if (Path(path) / "adapter_config.json").is_file():
-        from peft import AutoPeftModelForCausalLM
+        from peft import PeftConfig, PeftModel
 
-        model = AutoPeftModelForCausalLM.from_pretrained(path)
+        base = base or PeftConfig.from_pretrained(path).base_model_name_or_path
+        model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), path)
+        tokenizer = load_tokenizer(path if (Path(path) / "tokenizer_config.json").is_file() else base)
     else:
-        model = AutoModelForCausalLM.from_pretrained(path)
+        model, tokenizer = AutoModelForCausalLM.from_pretrained(path), load_tokenizer(path)
     model.eval()
-    tokenizer = load_tokenizer(path)
-    tokenizer.padding_side = "left"
+    return model, tokenizer
+
+
+def greedy(model: Any, tokenizer: Any, contexts: Sequence[list[int]], max_new_tokens: int, batch_size: int = 8):
+    """Greedy continuations of token-id contexts, each cut after its first end-of-turn token (kept, as TRL does)."""
+    import torch
+
+    out: list[list[int]] = []
+    for start in range(0, len(contexts), batch_size):
+        batch = [list(c) for c in contexts[start : start + batch_size]]
+        width = max(map(len, batch))
+        pad = tokenizer.pad_token_id
+        ids = torch.tensor([[pad] * (width - len(c)) + c for c in batch])
+        mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in batch])
+        with torch.inference_mode():
+            generated = model.generate(
+                input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad
+            )
+        for row in generated[:, width:].tolist():
+            end = row.index(tokenizer.eos_token_id) + 1 if tokenizer.eos_token_id in row else len(row)
+            out.append(row[:end])
+    return out
+
+
+def model_agent(path: str, max_new_tokens: int = 96, batch_size: int = 8, base: str | None = None) -> Agent:
+    """Greedy one-shot generation from a saved model or LoRA adapter folder."""
+    model, tokenizer = load_model(path, base)
 
     def generate(rows: Sequence[dict[str, Any]]) -> list[str]:
-        texts: list[str] = []
-        for start in range(0, len(rows), batch_size):
-            chats = [oneshot_prompt(r["question"], r["documents"]) for r in rows[start : start + batch_size]]
-            prompts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in chats]
-            batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-            with torch.inference_mode():
-                out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False)
-            new = out[:, batch["input_ids"].shape[1] :]
-            texts.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
-        return texts
+        chats = [oneshot_prompt(r["question"], r["documents"]) for r in rows]
+        prompts = [
+            tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=True)["input_ids"] for c in chats
+        ]
+        new = greedy(model, tokenizer, prompts, max_new_tokens, batch_size)
+        return tokenizer.batch_decode(new, skip_special_tokens=True)
 
     return generate
+
+
+def model_tool_agent(path: str, base: str | None = None, batch_size: int = 8) -> tuple[ToolAgent, Any]:
+    """Greedy tool-mode play from a saved model or adapter, and its tokenizer (tool template as in training)."""
+    from train.trainer import ensure_tool_template
+
+    model, tokenizer = load_model(path, base)
+    ensure_tool_template(tokenizer)
+
+    def agent(rows: Sequence[dict[str, Any]], contexts: Sequence[list[int]], turn: int, max_new_tokens: int):
+        return greedy(model, tokenizer, contexts, max_new_tokens, batch_size)
+
+    return agent, tokenizer
+
+
+def tool_tokenizer(path: str) -> Any:
+    """A saved tokenizer, given TRL's Qwen2.5 tool template if its own cannot render tool calls (as training does)."""
+    from train.backend import load_tokenizer
+    from train.trainer import ensure_tool_template
+
+    tokenizer = load_tokenizer(path)
+    ensure_tool_template(tokenizer)
+    return tokenizer
+
+
+def tool_call_text(name: str, **arguments: Any) -> str:
+    """One tool call as the Qwen2.5 (ChatML) tool template writes it."""
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def scripted_tool_agent(baseline: Agent, tokenizer: Any) -> ToolAgent:
+    """A baseline played through the tools: its first reply flags each id of its one-shot submission, then
+    submits (an agent that submits nothing makes no call); later replies end the rollout."""
+
+    def agent(rows: Sequence[dict[str, Any]], contexts: Sequence[list[int]], turn: int, max_new_tokens: int):
+        texts = [""] * len(rows) if turn else baseline(rows)
+        replies = []
+        for text in texts:
+            submission, _ = parse_completion(text)
+            calls = [tool_call_text("flag_suspicious", doc_id=i) for i in submission.flagged_ids]
+            if text:
+                submit = {"answer": submission.answer, "confidence": submission.confidence}
+                calls.append(tool_call_text("submit_answer", **submit))
+            replies.append(tokenizer("\n".join(calls) + tokenizer.eos_token, add_special_tokens=False)["input_ids"])
+        return replies
+
+    return agent

@@ -6,6 +6,7 @@ GRPO through `python -m train.grpo` on the same streamed episodes. Validation re
 decoding) is measured before and after GRPO; `learning.json` and `learning.png` hold the figures.
 
     python -m train.demo --data data/episodes --out reports/learning
+    python -m train.demo --build-data --out reports/learning   # on its own small build (<out>/dataset)
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, field in DemoParams.model_fields.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=type(field.default), default=field.default)
     parser.add_argument("--out", type=Path, default=Path("reports/learning"))
+    parser.add_argument("--build-data", action="store_true", help="build a small dataset in <out>/dataset and use it")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a shared machine)")
     args = vars(parser.parse_args(argv))
     out = args.pop("out")
@@ -159,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.pop("threads"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if args.pop("build_data"):
+        from train.demo_data import build_demo_dataset
+
+        args["data"] = str(build_demo_dataset(out / "dataset"))
     report = run(DemoParams(**args), out)
     before, after = (report["validation"][k]["reward"]["mean"] for k in ("after_sft", "after_grpo"))
     logger.info("validation reward %.4f -> %.4f in %.1f min; see %s", before, after, report["minutes"], out)

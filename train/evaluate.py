@@ -1,7 +1,12 @@
-"""`python -m train.evaluate`: models and baseline agents over a split → metrics JSON and PNG charts.
+"""`python -m train.evaluate`: models and baseline agents over a split → metrics JSON, a comparison table, charts.
 
     python -m train.evaluate --data data/episodes --split validation --limit 1000 \
         --agents oracle majority follower empty --model grpo=models/grpo --out reports/eval
+    python -m train.evaluate --data reports/learning/dataset/episodes --demo reports/learning --out reports/eval
+    python -m train.evaluate --mode tools --model grpo=models/grpo --max-new-tokens 512 --out reports/eval_tools
+
+One-shot mode scores a single reply per episode; tool mode plays each episode multi-turn through the
+training environment (`train.toolplay`). Both score with `reward_api.scoring` and report the same metrics.
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.schema import SPLITS
-from train.agents import BASELINES, Agent, model_agent
+from train.agents import BASELINES, Agent, model_agent, model_tool_agent, scripted_tool_agent, tool_tokenizer
+from train.compare import comparison_rows, markdown
 from train.data import head, stream_episodes
 from train.metrics import Scored, summarize
 from train.rewards import parse_completion, score_episode
+from train.toolplay import ToolAgent, action_stats, play
 
 logger = logging.getLogger("train.evaluate")
 
@@ -41,11 +48,49 @@ def evaluate(agent: Agent, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return summarize(score_rows(rows, agent(rows)))
 
 
-def _model_arg(value: str) -> tuple[str, str]:
+def evaluate_tools(
+    agent: ToolAgent, tokenizer: Any, rows: Sequence[dict[str, Any]], max_completion_length: int, iterations: int
+) -> dict[str, Any]:
+    """Tool mode: the same metrics over the played episodes, plus the actions they took."""
+    rollouts = play(agent, tokenizer, rows, max_completion_length, iterations)
+    return summarize([r.scored() for r in rollouts]) | {"actions": action_stats(rollouts)}
+
+
+# A model to evaluate: name, path, and the base model when the path is an adapter saved elsewhere.
+Model = tuple[str, str, str | None]
+
+
+def demo_models(folder: Path) -> list[Model]:
+    """The learning demo's checkpoints: the SFT warm start, and the GRPO adapter on it."""
+    for sub in ("sft", "grpo"):
+        if not (folder / sub).is_dir():
+            raise FileNotFoundError(f"--demo {folder}: no {sub}/ checkpoint (run python -m train.demo --out {folder})")
+    return [("tiny SFT", str(folder / "sft"), None), ("tiny SFT+GRPO", str(folder / "grpo"), str(folder / "sft"))]
+
+
+def run_agents(args: argparse.Namespace, rows: Sequence[dict[str, Any]], models: list[Model]) -> dict[str, Any]:
+    results = {}
+    if args.mode == "oneshot":
+        for name in args.agents:
+            results[name] = evaluate(BASELINES[name], rows)
+        for name, path, base in models:
+            results[name] = evaluate(model_agent(path, args.max_new_tokens, base=base), rows)
+        return results
+    play_args = (rows, args.max_new_tokens, args.max_tool_calling_iterations)
+    if args.agents:
+        tokenizer = tool_tokenizer(args.tokenizer or models[0][1])
+        for name in args.agents:
+            results[name] = evaluate_tools(scripted_tool_agent(BASELINES[name], tokenizer), tokenizer, *play_args)
+    for name, path, base in models:
+        results[name] = evaluate_tools(*model_tool_agent(path, base), *play_args)
+    return results
+
+
+def _model_arg(value: str) -> tuple[str, str, None]:
     name, sep, path = value.partition("=")
     if not sep or not name or not path:
         raise argparse.ArgumentTypeError(f"--model expects NAME=PATH, got {value!r}")
-    return name, path
+    return name, path, None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,24 +101,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=1000, help="episodes from the start of the split")
     parser.add_argument("--agents", nargs="*", default=list(BASELINES), choices=list(BASELINES))
     parser.add_argument("--model", type=_model_arg, action="append", default=[], help="NAME=PATH (repeatable)")
-    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--demo", type=Path, help="the learning demo's output folder: adds its SFT and GRPO models")
+    parser.add_argument("--mode", default="oneshot", choices=("oneshot", "tools"))
+    parser.add_argument(
+        "--max-new-tokens", type=int, help="one-shot: reply tokens (default 96); tools: all turns together (512)"
+    )
+    parser.add_argument("--max-tool-calling-iterations", type=int, default=12, help="tools: rounds of tool calls")
+    parser.add_argument("--tokenizer", help="tools: tokenizer the baselines write their tool calls with")
     parser.add_argument("--out", type=Path, default=Path("reports/eval"))
     args = parser.parse_args(argv)
-    if args.limit < 1:
-        parser.error(f"--limit must be >= 1, got {args.limit}")
+    if args.max_new_tokens is None:
+        args.max_new_tokens = 96 if args.mode == "oneshot" else 512
+    for option in ("limit", "max_new_tokens", "max_tool_calling_iterations"):
+        if getattr(args, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} must be >= 1, got {getattr(args, option)}")
+    models = args.model + (demo_models(args.demo) if args.demo else [])
+    if args.mode == "tools" and args.agents and not (args.tokenizer or models):
+        parser.error("--mode tools: baselines write tool calls with a tokenizer: give --tokenizer, --model or --demo")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from train.plots import write_charts
 
     rows = take_rows(args.data, args.split, args.limit, args.revision)
-    agents: dict[str, Agent] = {name: BASELINES[name] for name in args.agents}
-    agents |= {name: model_agent(path, args.max_new_tokens) for name, path in args.model}
-    results = {}
-    for name, agent in agents.items():
-        results[name] = evaluate(agent, rows)
-        logger.info("%s: reward %s, accuracy %s", name, results[name]["reward"]["mean"], results[name]["accuracy"])
+    results = run_agents(args, rows, models)
+    for name, result in results.items():
+        logger.info("%s: reward %s, accuracy %s", name, result["reward"]["mean"], result["accuracy"])
     args.out.mkdir(parents=True, exist_ok=True)
-    report = {"data": args.data, "split": args.split, "episodes": len(rows), "agents": results}
+    report = {"data": args.data, "split": args.split, "mode": args.mode, "episodes": len(rows), "agents": results}
     (args.out / "eval.json").write_text(json.dumps(report, indent=1))
+    table = comparison_rows(results)
+    header = {key: value for key, value in report.items() if key != "agents"}
+    (args.out / "comparison.json").write_text(json.dumps(header | {"rows": table}, indent=1))
+    (args.out / "comparison.md").write_text(markdown(table))
     write_charts(results, args.out)
     return 0
 

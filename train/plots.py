@@ -42,7 +42,8 @@ def write_curves(history: Sequence[dict], out: Path) -> list[Path]:
 
 
 def write_charts(results: dict[str, dict], out: Path) -> list[Path]:
-    """`eval_reward.png` (mean ± 95% CI), `eval_calibration.png` (reliability), `eval_flags.png` (recall per kind)."""
+    """`eval_reward.png` (mean ± 95% CI), `eval_calibration.png` (reliability), `eval_flags.png` (recall per kind),
+    and in tool mode `eval_actions.png`."""
     names = list(results)
     paths = [out / "eval_reward.png", out / "eval_calibration.png", out / "eval_flags.png"]
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -77,7 +78,34 @@ def write_charts(results: dict[str, dict], out: Path) -> list[Path]:
     ax.legend(fontsize=8)
     fig.savefig(paths[2], dpi=120, bbox_inches="tight")
     plt.close(fig)
+    if all("actions" in r for r in results.values()):
+        paths.append(write_actions(results, out / "eval_actions.png"))
     return paths
+
+
+def write_actions(results: dict[str, dict], path: Path) -> Path:
+    """Tool mode: actions per episode by type (stacked), and how episodes ended, per agent."""
+    names = list(results)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    bottom = [0.0] * len(names)
+    for i, kind in enumerate(results[names[0]]["actions"]["by_type"]):
+        values = [results[n]["actions"]["by_type"][kind] for n in names]
+        left.bar(names, values, bottom=bottom, label=kind, color=f"C{i}")
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    left.set(ylabel="actions per episode", title="Actions taken")
+    left.legend(fontsize=8)
+    bottom = [0.0] * len(names)
+    for i, end in enumerate(("submitted_rate", "budget_exhausted_rate", "unfinished_rate")):
+        values = [results[n]["actions"][end] for n in names]
+        right.bar(names, values, bottom=bottom, label=end.removesuffix("_rate").replace("_", " "), color=f"C{i + 4}")
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    right.set(ylabel="share of episodes", ylim=(0, 1.05), title="How episodes ended")
+    right.legend(fontsize=8)
+    for ax in (left, right):
+        ax.tick_params(axis="x", labelsize=7, rotation=20)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
 
 
 def write_learning(history: Sequence[dict], before: dict, after: dict, path: Path) -> Path:

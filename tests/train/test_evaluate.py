@@ -1,13 +1,15 @@
-"""Evaluation: metrics checked on agents whose behaviour is known, and the command's JSON and charts."""
+"""Evaluation: metrics checked on agents whose behaviour is known, one-shot and through the tools, and the
+command's JSON, comparison table and charts, with a model and an adapter checkpoint laid out as the demo's."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
-from train.agents import BASELINES
-from train.evaluate import evaluate, main, score_rows
+from train.agents import BASELINES, scripted_tool_agent, tool_tokenizer
+from train.evaluate import evaluate, evaluate_tools, main, score_rows
 from train.metrics import calibration, flag_metrics, mean_ci
 
 
@@ -65,3 +67,61 @@ def test_command_writes_json_and_charts(tmp_path, episodes_dir, tiny_model):
     assert report["agents"]["tiny"]["episodes"] == 6
     for name in ("eval_reward.png", "eval_calibration.png", "eval_flags.png"):
         assert (out / name).stat().st_size > 0
+    table = json.loads((out / "comparison.json").read_text())
+    assert table["mode"] == "oneshot" and [r["agent"] for r in table["rows"]] == ["oracle", "empty", "tiny"]
+    assert table["rows"][0]["reward"] == report["agents"]["oracle"]["reward"]["mean"]
+    lines = (out / "comparison.md").read_text().splitlines()
+    assert lines[2].startswith("| oracle | 1.0") and lines[4].startswith("| tiny | ")
+
+
+@pytest.mark.parametrize("name", ["oracle", "majority", "follower"])
+def test_a_baseline_through_the_tools_scores_as_one_shot(tiny_model, episode_rows, name):
+    """A submission is the trace "flag each id, then submit": played as tool calls it earns the same metrics."""
+    tokenizer = tool_tokenizer(str(tiny_model))
+    rows = episode_rows[:20]
+    tools = evaluate_tools(scripted_tool_agent(BASELINES[name], tokenizer), tokenizer, rows, 4096, 12)
+    assert tools.pop("actions")["submitted_rate"] == 1.0
+    assert tools == evaluate(BASELINES[name], rows)
+
+
+def test_empty_through_the_tools_is_a_forfeit_at_no_cost(tiny_model, episode_rows):
+    tokenizer = tool_tokenizer(str(tiny_model))
+    result = evaluate_tools(scripted_tool_agent(BASELINES["empty"], tokenizer), tokenizer, episode_rows[:5], 512, 12)
+    assert result["reward"]["mean"] == 0.25 and result["actions"]["actions_per_episode"] == 0.0
+    assert result["actions"]["unfinished_rate"] == 1.0 and result["well_formed_rate"] == 0.0
+
+
+@pytest.fixture
+def demo_folder(tmp_path, tiny_model):
+    """The demo's checkpoint layout: a full model in sft/, a LoRA adapter in grpo/ whose recorded base is gone."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    folder = tmp_path / "demo"
+    shutil.copytree(tiny_model, folder / "sft")
+    moved = tmp_path / "moved_away"
+    shutil.copytree(tiny_model, moved)
+    adapter = get_peft_model(AutoModelForCausalLM.from_pretrained(moved), LoraConfig(r=4, target_modules=["q_proj"]))
+    adapter.save_pretrained(folder / "grpo")
+    shutil.rmtree(moved)
+    return folder
+
+
+def test_command_evaluates_the_demo_checkpoints_in_both_modes(tmp_path, episodes_dir, demo_folder):
+    common = ["--data", str(episodes_dir), "--limit", "3", "--demo", str(demo_folder)]
+    assert main([*common, "--agents", "majority", "--max-new-tokens", "4", "--out", str(tmp_path / "one")]) == 0
+    assert main([*common, "--mode", "tools", "--max-new-tokens", "300", "--out", str(tmp_path / "tools")]) == 0
+    one = json.loads((tmp_path / "one" / "comparison.json").read_text())
+    assert [r["agent"] for r in one["rows"]] == ["majority", "tiny SFT", "tiny SFT+GRPO"]
+    tools = json.loads((tmp_path / "tools" / "eval.json").read_text())
+    assert tools["mode"] == "tools" and list(tools["agents"]) == [*BASELINES, "tiny SFT", "tiny SFT+GRPO"]
+    assert tools["agents"]["oracle"]["accuracy"] == 1.0
+    assert tools["agents"]["oracle"]["actions"]["actions_per_episode"] > 1
+    assert "actions / episode" in (tmp_path / "tools" / "comparison.md").read_text()
+
+
+def test_command_refuses_what_it_cannot_run(tmp_path, episodes_dir):
+    with pytest.raises(SystemExit):
+        main(["--data", str(episodes_dir), "--mode", "tools", "--out", str(tmp_path)])
+    with pytest.raises(FileNotFoundError, match="no sft/ checkpoint"):
+        main(["--data", str(episodes_dir), "--demo", str(tmp_path), "--out", str(tmp_path)])

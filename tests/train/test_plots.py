@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from train.agents import BASELINES
-from train.evaluate import evaluate
-from train.plots import write_curves, write_learning
+from train.agents import BASELINES, scripted_tool_agent, tool_tokenizer
+from train.evaluate import evaluate, evaluate_tools
+from train.plots import write_charts, write_curves, write_learning
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -19,3 +19,17 @@ def test_curves_and_learning_chart(tmp_path, episode_rows):
     paths.append(write_learning(history, before, after, tmp_path / "learning.png"))
     assert [p.name for p in paths] == ["reward_curve.png", "loss_curve.png", "learning.png"]
     assert all(p.read_bytes().startswith(PNG) for p in paths)
+
+
+def test_tool_mode_charts_add_the_actions_chart(tmp_path, episode_rows, tiny_model):
+    tokenizer = tool_tokenizer(str(tiny_model))
+    results = {
+        name: evaluate_tools(scripted_tool_agent(BASELINES[name], tokenizer), tokenizer, episode_rows[:6], 4096, 12)
+        for name in ("oracle", "empty")
+    }
+    paths = write_charts(results, tmp_path)
+    assert [p.name for p in paths][-1] == "eval_actions.png"
+    assert all(p.read_bytes().startswith(PNG) for p in paths)
+    (tmp_path / "oneshot").mkdir()
+    oneshot = write_charts({"oracle": evaluate(BASELINES["oracle"], episode_rows)}, tmp_path / "oneshot")
+    assert "eval_actions.png" not in [p.name for p in oneshot]

@@ -1,0 +1,116 @@
+"""Tool-mode play: scripted agents whose traces are known, and the tiny model, through the training environment.
+
+Every reply is real token ids parsed by TRL's `parse_response`; the reward is checked against the
+server's own game (`reward_api.game`) replaying the recorded actions.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reward_api.game import GameState, Move, apply, forfeit
+from reward_api.scoring import EpisodeKey, score_key
+from train.agents import BASELINES, model_tool_agent, scripted_tool_agent, tool_call_text, tool_tokenizer
+from train.toolplay import action_stats, play
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model):
+    return tool_tokenizer(str(tiny_model))
+
+
+def _key(row) -> EpisodeKey:
+    return EpisodeKey.from_row(row["answer"], row["answer_aliases"], row["corrupt_ids"], row["max_budget"])
+
+
+def replay(row, moves) -> dict:
+    """The server game's reward for a recorded trace (an unfinished one is forfeited)."""
+    state = GameState(row["episode_id"])
+    breakdown = None
+    for move in moves:
+        outcome = apply(state, move, _key(row))
+        state, breakdown = outcome.state, outcome.breakdown
+    return breakdown if state.done else forfeit(state, _key(row)).breakdown
+
+
+def planned(tokenizer, plan):
+    """A tool agent whose reply at each turn is `plan(row, turn)`: a list of (tool name, arguments)."""
+
+    def agent(rows, contexts, turn, max_new_tokens):
+        texts = ["\n".join(tool_call_text(name, **args) for name, args in plan(row, turn)) for row in rows]
+        return [tokenizer(t + tokenizer.eos_token, add_special_tokens=False)["input_ids"] for t in texts]
+
+    return agent
+
+
+def test_oracle_through_the_tools_earns_its_one_shot_reward(tokenizer, episode_rows):
+    rows = episode_rows[:8]
+    rollouts = play(scripted_tool_agent(BASELINES["oracle"], tokenizer), tokenizer, rows, 4096, 12)
+    for rollout, row in zip(rollouts, rows, strict=True):
+        flags = [Move("flag_suspicious", i) for i in sorted(row["corrupt_ids"])]
+        assert rollout.moves == (*flags, Move("submit_answer", None, row["answer"], 1.0))
+        assert rollout.breakdown == replay(row, rollout.moves)
+        assert rollout.breakdown == score_key(row["answer"], set(row["corrupt_ids"]), 1.0, len(flags) + 1, _key(row))
+        assert rollout.turns == 2 and rollout.failed_calls == 0
+    stats = action_stats(rollouts)
+    assert stats["submitted_rate"] == 1.0 and stats["unfinished_rate"] == 0.0
+    assert stats["by_type"]["submit_answer"] == 1.0 and stats["by_type"]["read_doc"] == 0.0
+
+
+def test_budget_exhaustion_forces_the_empty_submission(tokenizer, episode_rows):
+    """Flag a corrupt document, read until the budget is gone, then try to submit the right answer: too late."""
+
+    def plan(row, turn):
+        if turn == 0:
+            return [("flag_suspicious", {"doc_id": row["corrupt_ids"][0]})]
+        if turn < 12:
+            return [("read_doc", {"doc_id": turn % 8})]
+        return [("submit_answer", {"answer": row["answer"], "confidence": 1.0})]
+
+    rows = episode_rows[:3]
+    rollouts = play(planned(tokenizer, plan), tokenizer, rows, 100_000, 14)
+    for rollout, row in zip(rollouts, rows, strict=True):
+        assert len(rollout.moves) == row["max_budget"] == 12
+        assert rollout.turns == 15 and rollout.tool_calls == 14 and rollout.failed_calls == 2
+        forced = score_key("", {row["corrupt_ids"][0]}, 0.0, 12, _key(row))
+        assert rollout.breakdown == forced == replay(row, rollout.moves)
+        assert rollout.breakdown["answer_correctness"] == 0 and rollout.breakdown["corruption_detection"] > 0
+        scored = rollout.scored()
+        assert scored.submission.answer == "" and scored.submission.flagged_ids == (row["corrupt_ids"][0],)
+        assert not scored.well_formed
+    stats = action_stats(rollouts)
+    assert stats["budget_exhausted_rate"] == 1.0 and stats["submitted_rate"] == 0.0
+    assert stats["failed_call_rate"] == pytest.approx(2 / 14, abs=1e-4)
+
+
+def test_refused_calls_cost_nothing_and_unflag_counts(tokenizer, episode_rows):
+    def plan(row, turn):
+        if turn == 0:
+            return [("flag_suspicious", {"doc_id": 9}), ("flag_suspicious", {"doc_id": 1}), ("no_such_tool", {})]
+        if turn == 1:
+            return [("unflag_doc", {"doc_id": 1}), ("submit_answer", {"answer": "nowhere", "confidence": 0.25})]
+        return []
+
+    row = episode_rows[0]
+    (rollout,) = play(planned(tokenizer, plan), tokenizer, [row], 4096, 12)
+    assert [m.action_type for m in rollout.moves] == ["flag_suspicious", "unflag_doc", "submit_answer"]
+    assert rollout.failed_calls == 2 and rollout.turns == 3  # the reply after the submission ends the rollout
+    assert rollout.breakdown == score_key("nowhere", set(), 0.25, 3, _key(row)) == replay(row, rollout.moves)
+    assert rollout.scored().submission.flagged_ids == () and rollout.scored().well_formed
+
+
+def test_the_completion_budget_cuts_replies_as_training_does(tokenizer, episode_rows):
+    """16 tokens cannot hold the oracle's first tool call: no action runs and the episode is forfeited."""
+    rollouts = play(scripted_tool_agent(BASELINES["oracle"], tokenizer), tokenizer, episode_rows[:2], 16, 12)
+    for rollout, row in zip(rollouts, episode_rows, strict=False):
+        assert rollout.moves == () and rollout.turns == 1
+        assert rollout.breakdown == score_key("", set(), 0.0, 0, _key(row))
+
+
+def test_the_tiny_model_plays_and_is_scored_by_the_game(tiny_model, episode_rows):
+    agent, tok = model_tool_agent(str(tiny_model))
+    rows = episode_rows[:3]
+    rollouts = play(agent, tok, rows, 24, 3)
+    for rollout, row in zip(rollouts, rows, strict=True):
+        assert 1 <= rollout.turns <= 4
+        assert rollout.breakdown == replay(row, rollout.moves)
