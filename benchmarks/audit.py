@@ -1,12 +1,13 @@
-"""Shortcut audit: can a single document, read alone, be told corrupt or clean? (pipeline/audit.py)
+"""Shortcut audit: can a single document, read alone, be told corrupt or clean? (pipeline/audit/)
 
     .venv/bin/python benchmarks/audit.py                          # data/episodes: 20k train episodes, all validation
     .venv/bin/python benchmarks/audit.py --train-episodes 5000 --eval-episodes 5000 --out /tmp/audit.json
 
 Every cue is learned on the first `--train-episodes` of the train split (ids are already a random order) and
-scored on the validation split: facts never cross splits, so no value is learned by heart. Writes the report
-(JSON) and the dataset-card section (markdown, same name .md); prints the section, then every cue above the
-limit with its strongest features and examples. Exits 1 when a cue is above the limit.
+scored on the validation split: facts never cross splits, so no value is learned by heart. A cue is judged by
+its separation max(AUC, 1 - AUC), whichever side it ranks first. Writes the report (JSON, raw AUCs) and the
+dataset-card section (markdown, same name .md); prints the section, then every cue above the limit with the
+strongest features of the model that found it, and examples. Exits 1 when a cue is above the limit.
 """
 
 from __future__ import annotations
@@ -48,11 +49,13 @@ def main() -> int:
     args.out.with_suffix(".md").write_text(card, encoding="utf-8")
     print(card)
     defects = report.defects()
-    for name, kind, auc in defects:
+    for name, group, value in defects:
         cue = next(c for c in report.cues if c.name == name)
-        print(f"\nDEFECT {name} on {kind}: AUC {auc:.3f} > {report.limit}")
-        print("  towards corrupt:", "; ".join(cue.corrupt_features))
-        for example in cue.examples.get(kind, []):
+        model = group.split("/")[-1] if group.split("/")[-1] in cue.corrupt_features else "all"
+        print(f"\nDEFECT {name} on {group}: separation {value:.3f} > {report.limit} (AUC {cue.groups()[group]:.3f})")
+        print(f"  towards corrupt ({model} model):", "; ".join(cue.corrupt_features[model]))
+        print(f"  towards clean ({model} model):", "; ".join(cue.clean_features[model]))
+        for example in cue.examples.get(group, []):
             print("  e.g.", example[:240])
     print(f"\n{len(defects)} cue(s) above {report.limit}; report in {args.out}")
     return 1 if defects else 0

@@ -5,7 +5,8 @@ the same way for clean and corrupt documents). Kinds that cannot apply to a fact
 deterministically, and the kind really applied is returned next to each claim:
 
 - number: a near miss of a numeric answer (years ±1..20, quantities ±5..35 % at the same rounding and
-  formatting); an answer without a number gets an entity substitute instead.
+  formatting, inside the range the relation's answers span); an answer without a number gets an entity
+  substitute instead.
 - entity: another answer of the same relation (confusable), or the Faker pool of the answer type when
   the relation has too few distinct answers; a numeric answer of a small relation gets a number instead.
 - inversion: the value an entity claim would take (a substitute, or a near miss of a number in a small
@@ -109,6 +110,8 @@ class Truths:
     decimals: np.ndarray
     commas: np.ndarray
     year: np.ndarray
+    low: np.ndarray  # the smallest and largest number among the answers of the fact's relation (a big one; else
+    high: np.ndarray  # -inf, inf): near misses stay inside, so no value is out of the range true answers span
     group: np.ndarray  # substitution group: the relation's answers, or the type's pool
     entity_ok: np.ndarray
     substitutes: Substitutes  # every answer of each group (duplicates kept)
@@ -129,6 +132,8 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
     )
     numeric = parsed["numeric"].to_numpy()
     cand, group, big = _groups(facts, pools)
+    decimals = parsed["frac"].str.len_chars().to_numpy().astype(np.int64)
+    low, high = _ranges(facts["relation"], np.where(numeric, parsed["value"].to_numpy() / 10.0**decimals, np.nan), big)
     own = pl.DataFrame({"group": group, "value": facts["answer"]})
     return Truths(
         accepted=_padded(parsed["accepted"]),
@@ -136,14 +141,26 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
         prefix=parsed["prefix"].fill_null(""),
         suffix=parsed["suffix"].fill_null(""),
         value=np.where(numeric, parsed["value"].to_numpy(), 0).astype(np.int64),
-        decimals=parsed["frac"].str.len_chars().to_numpy().astype(np.int64),
+        decimals=decimals,
         commas=facts["answer"].str.contains(",", literal=True).to_numpy() & numeric,
         year=(facts["answer_type"] == "year").to_numpy(),
+        low=low,
+        high=high,
         group=group,
         entity_ok=big | facts["answer_type"].is_in(_POOLED_TYPES).to_numpy() | ~numeric,
         substitutes=Substitutes.of(cand, own),
         distinct=Substitutes.of(cand.unique(maintain_order=True), own),
     )
+
+
+def _ranges(relation: pl.Series, number: np.ndarray, big: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per fact: the range of the numbers its relation's answers take (unbounded outside big relations)."""
+    spans = pl.DataFrame({"relation": relation, "number": number}, nan_to_null=True).select(
+        pl.col("number").min().over("relation").alias("low"), pl.col("number").max().over("relation").alias("high")
+    )
+    bounded = big & ~np.isnan(number)
+    low = np.where(bounded, spans["low"].fill_null(np.nan).to_numpy(), -np.inf)
+    return low, np.where(bounded, spans["high"].fill_null(np.nan).to_numpy(), np.inf)
 
 
 def _padded(keys: pl.Series) -> np.ndarray:
@@ -218,7 +235,10 @@ def claims(
 
 
 def _near_miss(t: Truths, rows: np.ndarray, u: np.ndarray, round_: int) -> np.ndarray:
-    """Years move 1..20, other numbers 5..35 % in steps of their own rounding; each redraw round reaches further."""
+    """Years move 1..20, other numbers 5..35 % in steps of their own rounding; each redraw round reaches further.
+
+    A move that leaves the range of the relation's answers (or goes below 0) goes the other way instead: a
+    birth year after the last one any true answer has would mark its document as corrupt."""
     value = t.value[rows]
     digits = np.floor(np.log10(np.maximum(value, 1))).astype(np.int64) + 1
     zeros = np.zeros_like(value)
@@ -228,8 +248,11 @@ def _near_miss(t: Truths, rows: np.ndarray, u: np.ndarray, round_: int) -> np.nd
     relative = np.maximum(np.rint(value * (0.05 + 0.30 * u[:, 1]) / unit).astype(np.int64), 1)
     base = np.where(t.year[rows], 1 + (u[:, 1] * 20).astype(np.int64), relative)
     step = (base + round_ * (1 + (u[:, 1] * 4).astype(np.int64))) * unit
-    moved = value + np.where(u[:, 2] < 0.5, -1, 1) * step
-    return np.where(moved < 0, value + step, moved)
+    sign = np.where(u[:, 2] < 0.5, -1, 1)
+    moved = value + sign * step
+    number = moved / 10.0 ** t.decimals[rows]
+    outside = (moved < 0) | (number < t.low[rows]) | (number > t.high[rows])
+    return np.where(outside & (value - sign * step >= 0), value - sign * step, moved)
 
 
 def _format(value: np.ndarray, decimals: np.ndarray, commas: np.ndarray, prefix: pl.Series, suffix: pl.Series):

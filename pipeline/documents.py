@@ -1,11 +1,13 @@
 """Documents that read like retrieved sources, rendered for a whole batch at once.
 
 Every document gets a source (encyclopedia, news agency, gazetteer or registry, blog, forum), a title
-in that genre's style, and 2–4 sentences: one claim in a *framing* (plain, attributed, contrast "it is
-often claimed X, but in fact Y", or an authoritative citation with corroborating sentences) plus
-neutral filler about the subject. Clean and corrupt documents draw sources, titles, templates and
-lengths from the same tables and framings at the same overall rate (`FRAMING_RATES`): the corruption
-kind decides the value asserted, not the wording, so no single-document cue gives it away.
+in that genre's style, and 2–4 sentences: one claim sentence that cites an authority (a body, a year, a
+report) and sets the claim against a denied value ("it is sometimes claimed that X, but ... Y"), up to two
+corroborating sentences, and neutral filler about the subject. Every document draws all of this from the
+same tables at the same rates, whatever its corruption kind: a kind decides only the values (the claim, and
+what is denied: an inversion denies the truth, every other document a wrong value), so no wording, length or
+authority tells a corrupt document from a clean one. (Kind-specific framings, inversions always contrasting
+and coherent fabrications always citing an authority, were corruption tells.)
 
 Templates compile to integer piece codes (literal ids and slot ids, `Pieces`); rendering lays out every
 document's pieces with numpy, gathers them in one polars call and takes the gathered bytes as the output
@@ -25,13 +27,11 @@ import pyarrow as pa
 
 from pipeline.schema import CORRUPTION_LEVELS, TASKS
 
-PLAIN, ATTRIBUTED, CONTRAST, AUTHORITATIVE = range(4)
+CONTRAST = 0  # the one framing, for every kind: an authority's claim set against a denied value
 
 # --- Wording. Every template family used for several picks per document has a prime size (see distinct()).
 
 OPEN = "open"  # relation of facts known only by their question (nq_open, FaithEval)
-# Framing rates of number and entity documents: plain, attributed, contrast, authoritative.
-BASE_FRAMING = (0.40, 0.30, 0.15, 0.15)
 FIRST_CITED_YEAR, CITED_YEARS = 1990, 35
 
 LABELS = {
@@ -177,27 +177,21 @@ RELATION_CLAUSES = {
         "{s} has a staff of roughly {v}",
     ),
 }
-# Sentences carrying the claim, by framing. {c}/{C}: the claim clause (embedded / opening a sentence);
-# {cd}/{Cd}: the same for the denied value; {src} the document's source, {body} a cited authority.
+# Sentences carrying the claim. Every document, whatever its kind, cites an authority ({body}, a {year} {report})
+# and sets its claim against a denied value: {c}/{C} the claim clause (embedded / opening a sentence), {cd}/{Cd}
+# the same about the denied value. A refuting sentence names a rejection ("sometimes claimed", "widespread
+# belief", "older sources state", "misconception holds", "wrongly", "mistakenly") and puts its correction last,
+# or in a sentence of its own.
 FRAMES = (
-    ("{C}.", "In short, {c}.", "To summarise the available information, {c}."),
     (
-        "According to {src}, {c}.",
-        "Records kept by the {body} show that {c}.",
-        "Most reference works agree that {c}.",
-        "Standard references state that {c}.",
-    ),
-    (
-        "It is sometimes claimed that {cd}, but in fact {c}.",
-        "Contrary to a widespread belief that {cd}, {c}.",
-        "Some older sources state that {cd}; this is incorrect, and {c}.",
-        "A common misconception holds that {cd}. In reality, {c}.",
-    ),
-    (
-        "A {year} {report} by the {body} states that {c}.",
-        "According to the {year} {report} of the {body}, {c}.",
-        "The {body} confirmed in its {year} {report} that {c}.",
-        "In its {year} {report}, the {body} concluded that {c}.",
+        "It is sometimes claimed that {cd}, but the {body} confirmed in its {year} {report} that {c}.",
+        "Contrary to a widespread belief that {cd}, a {year} {report} by the {body} states that {c}.",
+        "Some older sources state that {cd}. According to the {year} {report} of the {body}, {c}.",
+        "A common misconception holds that {cd}. In its {year} {report}, the {body} concluded that {c}.",
+        "The {body} reported in its {year} {report} that {c}. Some guides wrongly state that {cd}.",
+        "{C}, according to the {year} {report} of the {body}; it is sometimes claimed that {cd}, but wrongly.",
+        "As the {body} noted in its {year} {report}, {c}; some summaries mistakenly say that {cd}.",
+        "Older sources state that {cd}, but the {year} {report} of the {body} sets the record straight: {c}.",
     ),
 )
 CORROBORATIONS = (
@@ -343,7 +337,7 @@ SOURCES = {
         "History Buffs Forum",
     ),
 }
-BODIES = (
+BODIES = (  # every document cites one: 15 names, so few episodes cite one of them as often as they state the answer
     "International Bureau of Statistics",
     "Office of National Records",
     "Commission on Geographic Names",
@@ -354,6 +348,11 @@ BODIES = (
     "Federal Data Commission",
     "United Survey Office",
     "Academy of Sciences Data Committee",
+    "Royal Society of Record Keepers",
+    "National Archives Service",
+    "Board of Public Information",
+    "Agency for Standard Data",
+    "Registrar General's Office",
 )
 REPORTS = ("annual report", "statistical yearbook", "survey", "bulletin", "white paper", "review", "reference edition")
 
@@ -380,43 +379,28 @@ class U(IntEnum):
     OPENER = 16
 
 
-def _framing_rates() -> np.ndarray:
-    """Framing distribution per requested level (row 0: clean), equal overall for clean and corrupt documents.
-
-    Number and entity documents use `BASE_FRAMING`; inversion documents always contrast (they deny
-    the truth) and coherent ones always cite an authority. Clean documents use the mixture corrupt documents
-    show over uniformly drawn tasks, so a framing says nothing about whether its document is corrupt.
-    """
-    rates = np.array([BASE_FRAMING] * (1 + len(CORRUPTION_LEVELS)), dtype=np.float64)
-    rates[1 + CORRUPTION_LEVELS.index("inversion")] = np.eye(4)[CONTRAST]
-    rates[1 + CORRUPTION_LEVELS.index("coherent")] = np.eye(4)[AUTHORITATIVE]
-    share = np.array([len(TASKS) - level for level in range(len(CORRUPTION_LEVELS))], dtype=np.float64)
-    rates[0] = (share / share.sum()) @ rates[1:]
-    return rates
-
-
-FRAMING_RATES = _framing_rates()
-
-
-def _inversion_share() -> float:
-    """Share of corrupt contrast documents that are inversions, denying the truth itself.
-
-    An inversion denies the truth and asserts an inversion-kind value (a substitute from the same relation,
-    or a near miss). Clean contrast documents deny a value drawn by that same kind at this same rate, so
-    neither the pair of values in one document nor the asserted value marks it as corrupt.
-    """
-    share = np.array([len(TASKS) - level for level in range(len(CORRUPTION_LEVELS))], dtype=np.float64)
-    contrast = share * FRAMING_RATES[1:, CONTRAST]
-    return float(contrast[CORRUPTION_LEVELS.index("inversion")] / contrast.sum())
-
-
-TRANSPOSED_DECOY_RATE = _inversion_share()
-
-
 def framing(levels: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Framing per document from its requested corruption level (0 = clean) and one uniform draw."""
-    cumulative = np.cumsum(FRAMING_RATES, axis=1)[levels]
-    return np.minimum((u[:, None] >= cumulative).sum(axis=1), AUTHORITATIVE).astype(np.int64)
+    """Framing per document: `CONTRAST` whatever its requested corruption level (0 = clean) and draw `u`.
+
+    One framing for all kinds: the wording never depends on the kind."""
+    return np.full(len(levels), CONTRAST, dtype=np.int64)
+
+
+def _substitute_share() -> float:
+    """Share of corrupt documents (uniform tasks) that assert a substitute: entity and inversion documents.
+
+    Every document denies a value. An inversion denies the truth while asserting a substitute (another true answer
+    of the relation), an entity document asserts a substitute while denying a near miss of the truth: the two
+    values are unrelated. Number and coherent documents assert and deny two near misses. Clean documents deny a
+    substitute (drawn as an inversion draws its value) at this rate and a near miss otherwise, so over all
+    documents the gap between the denied and the asserted value says nothing about corruption.
+    """
+    share = np.array([len(TASKS) - level for level in range(len(CORRUPTION_LEVELS))], dtype=np.float64)
+    return float(sum(share[CORRUPTION_LEVELS.index(kind)] for kind in ("entity", "inversion")) / share.sum())
+
+
+SUBSTITUTE_DECOY_RATE = _substitute_share()
+TRANSPOSED_DECOY_RATE = SUBSTITUTE_DECOY_RATE  # the former name, still read by pipeline/episodes.py
 
 
 _FIELD = re.compile(r"\{(\w+)\}")
@@ -568,7 +552,7 @@ class Batch:
     question: pl.Series
     answer: pl.Series
     claim: pl.Series
-    decoy: pl.Series  # the value a contrast framing denies; null where the framing has none
+    decoy: pl.Series  # the value the claim sentence denies
     family: np.ndarray
     domain: np.ndarray
     framing: np.ndarray
@@ -589,7 +573,7 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
         "src": _SOURCES.gather(source),
         "body": _BODIES.gather(_index(u[:, U.BODY], len(_BODIES))),
         "report": _REPORTS.gather(_index(u[:, U.REPORT], len(_REPORTS))),
-        "year": _years(u[:, U.YEAR], batch.answer, batch.claim),
+        "year": _years(u[:, U.YEAR], (batch.answer, batch.claim, batch.decoy)),
     }
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = _SOURCE_GENRE[source]
@@ -605,8 +589,7 @@ def _content(batch: Batch, genre: np.ndarray) -> list[tuple[Pieces, np.ndarray]]
     u, n = batch.u, len(batch.framing)
     frame = _FRAMES.templates.pick(batch.framing, u[:, U.FRAME])
     sentences = 2 + _index(u[:, U.LENGTH], 3)
-    wanted = np.where(batch.framing == AUTHORITATIVE, 1 + _index(u[:, U.CORROBORATIONS], 2), 0)
-    corroborations = np.minimum(wanted, sentences - 1)
+    corroborations = np.minimum(_index(u[:, U.CORROBORATIONS], 3), sentences - 1)
     fillers = sentences - 1 - corroborations
     lead = (u[:, U.LEAD] < 0.5) & (fillers > 0)
     filler = [
@@ -665,10 +648,10 @@ def _index(u: np.ndarray, size: int) -> np.ndarray:
     return np.minimum((u * size).astype(np.int64), size - 1)
 
 
-def _years(u: np.ndarray, answer: pl.Series, claim: pl.Series) -> pl.Series:
-    """A citation year that never equals the answer or the claim (either may be a year)."""
-    year = pl.Series(FIRST_CITED_YEAR + _index(u, CITED_YEARS))
-    for _ in range(2):
-        clash = (year.cast(pl.String) == answer) | (year.cast(pl.String) == claim)
-        year = year + clash.cast(pl.Int64)
-    return year.cast(pl.String)
+def _years(u: np.ndarray, avoided: Sequence[pl.Series]) -> pl.Series:
+    """A citation year that equals none of the `avoided` values (the answer, the claim, the denied value)."""
+    year = FIRST_CITED_YEAR + _index(u, CITED_YEARS)
+    for _ in avoided:
+        text = pl.Series(year).cast(pl.String)
+        year = year + np.logical_or.reduce([(text == value).fill_null(False).to_numpy() for value in avoided])
+    return pl.Series(year).cast(pl.String)

@@ -4,7 +4,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.audit import AUC_LIMIT, CUES, audit, card_section, document_frame, markdown, read_split, skeleton
+from pipeline.audit import (
+    AUC_LIMIT,
+    CUES,
+    audit,
+    card_section,
+    document_frame,
+    markdown,
+    read_split,
+    separation,
+    skeleton,
+)
 from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
@@ -22,44 +32,84 @@ def episodes(facts_dir) -> tuple[pa.Table, pa.Table]:
     return train, evaluation
 
 
-def test_no_single_document_cue_finds_corrupt_documents_overall(episodes):
-    """Every cue stays at chance over all documents (the per-kind and per-answer-type groups, a few hundred
-    documents each here, are judged on the default build by benchmarks/audit.py)."""
+def test_no_single_document_cue_separates_corrupt_from_clean_documents(episodes):
+    """Every cue stays under the limit in every group with enough documents: overall, per kind, per answer type."""
     report = audit(*episodes)
     assert [cue.name for cue in report.cues] == [cue.name for cue in CUES]
     assert set(report.eval_by_kind) == {"none", *CORRUPTION_LEVELS}
     for cue in report.cues:
         assert set(cue.auc_by_kind) == set(CORRUPTION_LEVELS) and {"place", "quantity"} <= set(cue.auc_by_answer_type)
-    assert max(cue.auc for cue in report.cues) <= AUC_LIMIT, markdown(report)
+        assert set(cue.corrupt_features) == {"all", *CORRUPTION_LEVELS}
+    assert report.defects() == [], markdown(report)
 
 
-def _planted(table: pa.Table, tell: str) -> pa.Table:
-    """`table` with `tell` appended to every corrupt document's content."""
+def test_separation_counts_either_direction():
+    assert separation(0.38) == separation(0.62) == 0.62 and separation(0.5) == 0.5
+
+
+_CORRUPT = pl.col("doc_corruption") != "none"
+
+
+def _planted(table: pa.Table, tell: str, where: pl.Expr = _CORRUPT) -> pa.Table:
+    """`table` with `tell` appended to the content of every document `where` selects (by default: the corrupt ones).
+
+    `where` sees each document's doc_id, doc_corruption, answer_type and coherent_episode (its episode has one)."""
     rows = pl.from_arrow(table).with_row_index("row")
     docs = (
-        rows.select("row", "documents", "doc_corruption").explode(["documents", "doc_corruption"]).unnest("documents")
+        rows.select("row", "answer_type", "documents", "doc_corruption")
+        .explode(["documents", "doc_corruption"])
+        .unnest("documents")
+        .with_columns(coherent_episode=(pl.col("doc_corruption") == "coherent").any().over("row"))
     )
-    corrupt = pl.col("doc_corruption") != "none"
-    docs = docs.with_columns(content=pl.when(corrupt).then(pl.col("content") + tell).otherwise(pl.col("content")))
+    docs = docs.with_columns(content=pl.when(where).then(pl.col("content") + tell).otherwise(pl.col("content")))
     nested = docs.group_by("row", maintain_order=True).agg(documents=pl.struct("doc_id", "title", "content"))
     return rows.drop("documents").join(nested, on="row").drop("row").select(table.column_names).to_arrow()
 
 
+def _bag(*names: str) -> tuple:
+    """The bag-of-words cue and the cues `names`."""
+    return tuple(cue for cue in CUES if cue.name in ("bag_of_words", *names))
+
+
 def test_a_planted_tell_is_reported_with_examples(episodes):
     train, evaluation = (_planted(t.slice(0, 500), " Sources differ.") for t in episodes)
-    cues = tuple(cue for cue in CUES if cue.name in ("bag_of_words", "sentences", "position"))
-    report = audit(train, evaluation, cues)
-    found = {(name, kind) for name, kind, _ in report.defects()}
-    assert {("bag_of_words", kind) for kind in ("all", *CORRUPTION_LEVELS)} <= found
+    report = audit(train, evaluation, _bag("sentences", "position"))
+    found = {(name, group) for name, group, _ in report.defects()}
+    assert {("bag_of_words", group) for group in ("all", *CORRUPTION_LEVELS)} <= found
     assert ("sentences", "all") in found and not any(name == "position" for name, _ in found)
     bag = report.cues[0]
-    assert bag.auc > 0.95 and "differ" in " ".join(bag.corrupt_features[:2])
+    assert bag.auc > 0.95 and all("differ" in " ".join(f[:2]) for f in bag.corrupt_features.values())
     assert len(bag.examples["all"]) == 5 and all("Sources differ." in e for e in bag.examples["all"])
-    assert set(bag.examples) == {kind for name, kind in found if name == "bag_of_words"}
+    assert set(bag.examples) == {group for name, group in found if name == "bag_of_words"}
     assert report.cues[2].examples == {}  # nothing to show where nothing leaks
     card = card_section(report)
     assert card.startswith("## Shortcut audit") and f"bag_of_words on all ({bag.auc:.3f})" in card
-    assert sum(line.startswith("|") for line in card.splitlines()) == 2 + len(cues)  # header, rule, a row per cue
+    assert "max(AUC, 1 − AUC)" in card
+    assert sum(line.startswith("|") for line in card.splitlines()) == 2 + len(report.cues)  # header, rule, rows
+
+
+def test_a_tell_that_points_the_other_way_counts_as_much(episodes):
+    """Learned on corrupt documents carrying the tell and scored where clean ones carry it, a cue ranks the held-out
+    documents backwards (AUC near 0): as much a tell as ranking them right, and judged as one."""
+    train, evaluation = episodes[0].slice(0, 500), episodes[1].slice(0, 500)
+    report = audit(_planted(train, " Sources differ."), _planted(evaluation, " Sources differ.", ~_CORRUPT), _bag())
+    bag = report.cues[0]
+    assert bag.auc < 0.05 and all(auc < 0.05 for auc in bag.auc_by_kind.values())
+    assert ("bag_of_words", "all", round(1 - bag.auc, 4)) in report.defects()
+    assert bag.examples["all"] and not any("Sources differ." in e for e in bag.examples["all"])
+
+
+def test_a_tell_of_one_kind_hidden_overall_is_found_by_that_kinds_model(episodes):
+    """Coherent documents carry the tell, and about as many clean documents of other episodes: over all documents
+    it is at chance, but the model of coherent documents against the clean ones of their episodes finds it."""
+    coherent = pl.col("doc_corruption") == "coherent"
+    where = coherent | (~pl.col("coherent_episode") & (pl.col("doc_id") == 0) & ~_CORRUPT)
+    train, evaluation = (_planted(t.slice(0, 600), " Sources differ.", where) for t in episodes)
+    report = audit(train, evaluation, _bag())
+    bag = report.cues[0]
+    assert separation(bag.auc) < AUC_LIMIT and bag.auc_by_kind["coherent"] > 0.95
+    assert {group for _, group, _ in report.defects()} == {"coherent"}
+    assert "differ" in " ".join(bag.corrupt_features["coherent"][:2])
 
 
 def test_a_planted_claim_tell_is_found_by_the_claim_cues(episodes):
@@ -83,7 +133,7 @@ def test_a_planted_claim_tell_is_found_by_the_claim_cues(episodes):
     assert all(cue.auc > AUC_LIMIT for cue in report.cues)
     text, shape = report.cues
     assert text.examples["all"] and all(example.endswith("000") for example in text.examples["all"])
-    assert shape.corrupt_features[0].startswith(("claim_zeros_", "claim_digits_"))
+    assert shape.corrupt_features["all"][0].startswith(("claim_zeros_", "claim_digits_"))
 
 
 def test_documents_and_bad_inputs(dataset_dir, episodes):

@@ -15,15 +15,16 @@ SEED = 99
 
 @pytest.fixture(scope="module")
 def docs(facts_dir) -> pl.DataFrame:
-    """One row per document of 4,000 episodes: episode_id, answer_type, title, content, corrupt."""
+    """One row per document of 4,000 episodes: episode_id, answer_type, title, content, claim, corrupt."""
     table = generate_episodes(
         pq.read_table(facts_dir / "facts.parquet"), build_pools(SEED), SEED, "train", np.arange(4000)
     )
     return (
         pl.from_arrow(table)
-        .select("episode_id", "answer_type", "documents", "doc_corruption")
-        .explode(["documents", "doc_corruption"])
+        .select("episode_id", "answer_type", "documents", "doc_corruption", "doc_claims")
+        .explode(["documents", "doc_corruption", "doc_claims"])
         .unnest("documents")
+        .rename({"doc_claims": "claim"})
         .with_columns(corrupt=pl.col("doc_corruption") != "none")
     )
 
@@ -34,20 +35,38 @@ def _auc(score: np.ndarray, positive: np.ndarray) -> float:
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def test_clean_documents_use_the_framings_of_corrupt_ones():
-    rates = documents.FRAMING_RATES
-    assert np.allclose(rates.sum(axis=1), 1.0)
+def test_every_kind_is_worded_alike():
+    """One framing for clean documents and every corruption kind: each claim sentence cites an authority and
+    denies a value, so neither an authority nor a denial marks a document as coherent or inverted."""
+    levels = np.arange(1 + len(CORRUPTION_LEVELS)).repeat(1000)
+    u = np.tile((np.arange(1000) + 0.5) / 1000, 1 + len(CORRUPTION_LEVELS))
+    assert set(documents.framing(levels, u)) == {documents.CONTRAST}
+    assert len(documents.FRAMES) == 1
+    for frame in documents.FRAMES[documents.CONTRAST]:
+        assert re.search(r"\{c\}|\{C\}", frame) and re.search(r"\{cd\}|\{Cd\}", frame)
+        assert all("{" + slot + "}" in frame for slot in ("body", "year", "report"))
     share = np.array([len(TASKS) - level for level in range(len(CORRUPTION_LEVELS))], dtype=float)
-    assert np.allclose(rates[0], share / share.sum() @ rates[1:])
-    assert rates[1 + CORRUPTION_LEVELS.index("inversion"), documents.CONTRAST] == 1.0
-    assert rates[1 + CORRUPTION_LEVELS.index("coherent"), documents.AUTHORITATIVE] == 1.0
+    substitutes = share[CORRUPTION_LEVELS.index("entity")] + share[CORRUPTION_LEVELS.index("inversion")]
+    assert documents.SUBSTITUTE_DECOY_RATE == substitutes / share.sum() == 0.5
 
 
-def test_framing_draws_follow_the_rates():
-    u = (np.arange(100_000) + 0.5) / 100_000
-    for level, rates in enumerate(documents.FRAMING_RATES):
-        counts = np.bincount(documents.framing(np.full(len(u), level), u), minlength=4) / len(u)
-        assert np.allclose(counts, rates, atol=1e-3)
+def test_kinds_share_sources_authorities_and_lengths(docs):
+    """Per kind, the named authority, the claim sentence and the length follow the clean documents' distribution."""
+    bodies = "(" + "|".join(re.escape(body) for body in documents.BODIES) + ")"
+    frames = docs.with_columns(
+        body=pl.col("content").str.extract(bodies),
+        sentences=pl.col("content").str.count_matches(r"[.;]( |$)"),
+        chars=pl.col("content").str.len_chars(),
+    )
+    assert frames["body"].null_count() == 0
+    clean = frames.filter(~pl.col("corrupt"))
+    for kind in CORRUPTION_LEVELS:
+        some = frames.filter(pl.col("doc_corruption") == kind)
+        for column in ("body", "sentences"):
+            rates = [part[column].value_counts(normalize=True).sort(column) for part in (clean, some)]
+            joined = rates[0].join(rates[1], on=column, how="full", coalesce=True).fill_null(0)
+            assert (joined["proportion"] - joined["proportion_right"]).abs().sum() / 2 < 0.08, (kind, column)
+        assert abs(some["chars"].mean() / clean["chars"].mean() - 1) < 0.05, kind
 
 
 def test_documents_are_well_formed(docs):
@@ -81,18 +100,22 @@ def test_no_single_document_cue_tells_corrupt_from_clean(docs):
 
 
 def test_denied_and_asserted_years_are_no_corruption_cue(docs):
-    """Inversions deny a year and assert another drawn like true answers; clean contrast documents deny one as often.
+    """Inversions deny the true year and assert another drawn like true answers; clean documents deny a year too.
 
     Neither the gap between the two years nor a digit swap (once a tell: 1987 denied, 1978 asserted) marks a
-    contrast document as corrupt.
+    document as corrupt.
     """
-    contrast = re.compile("|".join(re.escape(t.split("{")[0]) for t in documents.FRAMES[documents.CONTRAST]))
-    year = docs.filter(pl.col("answer_type") == "year")
-    pairs = [re.findall(r"\b\d{4}\b", t) if contrast.search(t) else [] for t in year["content"].to_list()]
-    two = np.array([len(p) == 2 for p in pairs])
-    gap = np.array([abs(int(p[0]) - int(p[1])) for p in pairs if len(p) == 2])
-    swapped = np.array([a != b and sorted(a) == sorted(b) for a, b in (p for p in pairs if len(p) == 2)])
-    corrupt = year["corrupt"].to_numpy()[two]
+    cited = r"\b\d{4} (?:" + "|".join(documents.REPORTS) + r")\b|consistently since \d{4}"
+    year = docs.filter(pl.col("answer_type") == "year").with_columns(
+        years=pl.col("content").str.replace_all(cited, "").str.extract_all(r"\b\d{4}\b").list.unique()
+    )
+    pairs = [
+        sorted(p, key=lambda y: y == c) for p, c in zip(year["years"].to_list(), year["claim"].to_list(), strict=True)
+    ]
+    assert all(len(p) == 2 and p[1] == c for p, c in zip(pairs, year["claim"], strict=True))  # denied, asserted
+    gap = np.array([abs(int(denied) - int(asserted)) for denied, asserted in pairs])
+    swapped = np.array([a != b and sorted(a) == sorted(b) for a, b in pairs])
+    corrupt = year["corrupt"].to_numpy()
     assert min(corrupt.sum(), (~corrupt).sum()) > 50
     assert 0.4 < _auc(gap, corrupt) < 0.6
     assert swapped[corrupt].mean() < 0.1 and swapped[~corrupt].mean() < 0.1
@@ -104,8 +127,7 @@ def test_wording_tables_fit_the_renderer():
     assert len(documents.CORROBORATIONS) in (5, 7, 11, 13)
     assert all(len(titles) >= 4 for titles in documents.TITLES.values())
     assert set(documents.TITLES) == {*documents.SOURCES, "question"}
-    assert len(documents.FRAMES) == 4 and all(documents.FRAMES)
-    assert all("{cd}" in t or "{Cd}" in t for t in documents.FRAMES[documents.CONTRAST])
+    assert all(documents.FRAMES)
 
 
 def test_topics_name_families_and_labels():

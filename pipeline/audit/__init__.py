@@ -1,0 +1,32 @@
+"""No shortcut in the data: can one document, read alone, tell whether it is corrupt?
+
+Each cue (`cues`) turns a single document, or the value it asserts, into features (`features`); models learn
+"corrupt or clean" from one set of episodes and are scored by ROC AUC on another set with other facts
+(`scoring`), over all documents, per corruption kind, per answer type and per kind within a type (`frame`).
+Nothing is cross-referenced between documents, so a separation max(AUC, 1 - AUC) well above 0.5 is a tell an
+agent could learn instead of weighing sources. Anything above `AUC_LIMIT` is a defect in the generator; the
+report (`report`) names the cue, the group, its strongest features and the documents that show it.
+"""
+
+from pipeline.audit.cues import CUES, Cue
+from pipeline.audit.features import skeleton
+from pipeline.audit.frame import MIN_GROUP, document_frame, read_split
+from pipeline.audit.report import card_section, markdown
+from pipeline.audit.scoring import AUC_LIMIT, AuditReport, CueResult, audit, run_cue, separation
+
+__all__ = [
+    "AUC_LIMIT",
+    "CUES",
+    "MIN_GROUP",
+    "AuditReport",
+    "Cue",
+    "CueResult",
+    "audit",
+    "card_section",
+    "document_frame",
+    "markdown",
+    "read_split",
+    "run_cue",
+    "separation",
+    "skeleton",
+]
