@@ -7,6 +7,7 @@ says what is wrong; no response carries a hidden column.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from typing import Annotated
 
@@ -39,7 +40,7 @@ from reward_api.models import (
     TraceIn,
 )
 from reward_api.scoring import REWARD_VERSION, Breakdown, EpisodeKey, score_submission_key
-from reward_api.tasks import task_list
+from reward_api.tasks import tasks_in_background
 from reward_api.views import ViewCache
 
 MAX_SESSIONS = 256
@@ -144,7 +145,7 @@ def _patch_openapi(app: FastAPI, patches: list) -> None:
 
 def _add_routes(app: FastAPI, backend: Backend) -> None:
     store = backend.store
-    tasks = task_list()
+    tasks = tasks_in_background(store)  # measured from baseline agents, off the start-up path
     views = ViewCache(store)
     views.start()
     app.state.views = views
@@ -191,8 +192,8 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
 
     @app.get("/tasks", response_model=list[TaskOut], tags=["Episodes"], summary="Difficulty tiers")
     async def get_tasks() -> list[TaskOut]:
-        """Tier k has k corrupt documents; `success_threshold` follows from the reward formula (`threshold_rule`)."""
-        return tasks
+        """Tier k has k corrupt documents; `success_threshold` is measured from baseline agents (`threshold_rule`)."""
+        return await asyncio.wrap_future(tasks)
 
     @app.get("/manifest", tags=["Episodes"], summary="The dataset manifest")
     async def manifest() -> dict:

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 import yaml
@@ -123,6 +124,7 @@ def test_baselines_over_a_running_server(dataset_dir, base_url, backend, rows, t
     assert agents["random"]["all"]["mean_reward"] < agents["majority"]["all"]["mean_reward"]
     assert agents["majority"]["all"]["mean_reward"] < agents["oracle"]["all"]["mean_reward"]
     tiers = task_list(backend.store)  # what GET /tasks serves for this dataset
+    assert httpx.get(f"{base_url}/tasks").json() == [tier.model_dump() for tier in tiers]
     assert metrics["success_thresholds"] == {tier.name: tier.success_threshold for tier in tiers}
     assert metrics["tiers"] == {tier.name: tier.model_dump(include=set(metrics["tiers"][tier.name])) for tier in tiers}
     assert metrics["threshold_rule"] == tiers[0].threshold_rule
