@@ -146,8 +146,9 @@ def _patch_openapi(app: FastAPI, patches: list) -> None:
 def _add_routes(app: FastAPI, backend: Backend) -> None:
     store = backend.store
     tasks = tasks_in_background(store)  # measured from baseline agents, off the start-up path
-    views = ViewCache(store)
-    views.start()
+    views = ViewCache(store)  # opened or built in the background once the server has started
+    app.router.on_startup.append(views.start)
+    app.router.on_shutdown.append(views.close)
     app.state.views = views
 
     @app.get(

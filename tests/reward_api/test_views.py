@@ -231,15 +231,24 @@ def _open_views(pid: int) -> set[str]:
     return {Path(name).name for name in names if name.endswith(".views")}
 
 
+def _workers(pid: int) -> list[int]:
+    """uvicorn's worker processes under its supervisor `pid` (not multiprocessing's resource tracker)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(c) for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
 def test_the_real_server_serves_episodes_from_the_cache_with_the_same_bytes(store, dataset_dir, tmp_path, monkeypatch):
+    """`python -m reward_api --workers 2`: both workers serve every shard from one cache, with the store's bytes."""
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     folder = ViewCache(store).folder
-    with local_server(dataset_dir) as served:
+    with local_server(dataset_dir, extra_args=("--workers", "2")) as served:
         deadline = time.monotonic() + 120
-        while len(_open_views(served.pid)) < len(store.shards):  # the server holds every shard's file
-            assert time.monotonic() < deadline, "the server did not open its views files"
+        while len(pids := _workers(served.pid)) < 2 or any(len(_open_views(p)) < len(store.shards) for p in pids):
+            assert time.monotonic() < deadline, "the workers did not open their views files"
             time.sleep(0.1)
-        assert _open_views(served.pid) == {path.name for path in files(folder, "*.views")}
+        names = {path.name for path in files(folder, "*.views")}
+        assert len(names) == len(store.shards) and all(_open_views(p) == names for p in pids)
+        assert not files(folder, ".*.tmp")
         edges = [i for info in store.shards for i in (info.first_id, info.first_id + info.num_rows - 1)]
         with httpx.Client(base_url=served.url, timeout=30) as client:
             for episode_id in sorted({*range(0, store.num_episodes, 5), *edges}):
