@@ -1,8 +1,6 @@
 """Metrics of baseline plays: mean reward, answer accuracy and flag precision/recall, per agent and task.
 
-Also the success threshold each task would get from these agents (`THRESHOLD_RULE`): success has to mean
-more than answering correctly, so a task's threshold sits halfway between the agent that answers by
-majority vote and flags nothing, and the oracle.
+The tiers' success thresholds come from `reward_api.tasks`, which measures them from the same agents.
 """
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ from typing import Any
 
 from reward_api.scoring import REWARD_VERSION
 
-THRESHOLD_RULE = "midpoint of the mean rewards of 'majority' (answers, flags nothing) and 'oracle', per task"
 COLUMNS = ("episodes", "mean_reward", "answer_accuracy", "flag_precision", "flag_recall")
 
 
@@ -48,21 +45,12 @@ def summarize(plays: dict[str, list], hidden: dict[int, dict], split: str, seed:
             "all": stats(items, hidden),
             "tasks": {task: stats(group, hidden) for task, group in by_task.items() if group},
         }
-    thresholds = {
-        task: round(
-            (agents["majority"]["tasks"][task]["mean_reward"] + agents["oracle"]["tasks"][task]["mean_reward"]) / 2, 2
-        )
-        for task in tasks
-        if task in agents["oracle"]["tasks"]
-    }
     return {
         "split": split,
         "episodes": len(hidden),
         "seed": seed,
         "reward_version": REWARD_VERSION,
         "agents": agents,
-        "success_thresholds": thresholds,
-        "threshold_rule": THRESHOLD_RULE,
     }
 
 
