@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import KBinsDiscretizer, OneHotEncoder
 
-from pipeline.audit.features import CATEGORICAL, layout, sentence_skeletons, skeleton
+from pipeline.audit.features import CATEGORICAL, layout, sentence_skeletons, skeleton, value_gap
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,12 @@ CUES = (
         "claim_shape",
         "the asserted value's length, words, digits, trailing zeros, decimal point, comma",
         _columns("claim_chars", "claim_words", "claim_digits", "claim_zeros", "claim_decimal", "claim_comma"),
+        _linear(_onehot),
+    ),
+    Cue(
+        "value_gap",
+        "the gap between the asserted number and the one the document denies, absolute and relative (log2 bins)",
+        lambda d: pl.DataFrame(value_gap(d)),
         _linear(_onehot),
     ),
     Cue(

@@ -57,6 +57,8 @@ def _pattern(template: str) -> str:
 _SOURCE_NAMES = [name for names in documents.SOURCES.values() for name in names]
 _FRAMES = [_pattern(t) for family in documents.FRAMES for t in family]
 _CORROBORATIONS = "|".join(f"(?:{_pattern(t)})" for t in documents.CORROBORATIONS)
+_CITED = r"\b\d{4} (?:" + "|".join(documents.REPORTS) + r")\b|consistently since \d{4}"
+_NUMBER = r"\d[\d,]*(?:\.\d+)?"
 CATEGORICAL = ("sentences", "doc_id", "frame", "corroborations", "source", "body", "claim_decimal", "claim_comma")
 
 
@@ -82,6 +84,30 @@ def layout(d: pl.DataFrame) -> pl.DataFrame:
             "claim_comma": claim.str.contains(",").cast(pl.Int64),
         }
     )
+
+
+def value_gap(d: pl.DataFrame) -> dict[str, pl.Series]:
+    """The gap between the asserted number and the other number the document names (the one it denies, citation
+    years aside) in powers of two: absolute, and relative to the larger number; -99 where either is missing."""
+    number = pl.element().str.replace_all(",", "").cast(pl.Float64, strict=False)
+    frame = d.select(
+        claim=d["claim"].str.extract(f"({_NUMBER})").str.replace_all(",", "").cast(pl.Float64, strict=False),
+        named=d["content"].str.replace_all(_CITED, "").str.extract_all(_NUMBER).list.eval(number),
+    ).with_row_index("row")
+    other = (
+        frame.explode("named")
+        .filter(pl.col("named") != pl.col("claim"))
+        .group_by("row")
+        .agg(pl.col("named").first(), pl.col("claim").first())
+    )
+    absolute = (pl.col("named") - pl.col("claim")).abs()
+    relative = absolute / pl.max_horizontal(pl.col("named").abs(), pl.col("claim").abs())
+    gap = frame.select("row").join(other, on="row", how="left").sort("row")
+    return gap.select(gap_absolute=_log2(absolute.clip(1e-6)), gap_relative=_log2(relative.clip(1e-6))).to_dict()
+
+
+def _log2(value: pl.Expr) -> pl.Expr:
+    return value.log(2).floor().cast(pl.Int64, strict=False).fill_null(-99)
 
 
 def _first_match(patterns: list[str], text: pl.Series) -> pl.Series:
