@@ -174,3 +174,17 @@ def test_a_substitute_draw_skips_the_true_answer(pools):
     u = np.random.default_rng(3).random((5000, corruption.U_COLUMNS))
     values, _, _ = corruption.claims(truths, np.zeros(5000, dtype=np.int64), np.full(5000, ENTITY), u)
     assert "Asia" not in values.to_list() and set(values.to_list()) == set(COUNTRIES)
+
+
+def test_near_misses_stay_inside_the_range_of_the_relations_answers(pools):
+    """A year or quantity beyond every true answer of its relation would mark its document as corrupt."""
+    years = [str(1950 + 5 * i) for i in range(11)]  # 1950 .. 2000
+    amounts = ["120", "150", "180", "200", "240", "250"]
+    facts = _facts([(y, [], "year", "birth_year") for y in years] + [(a, [], "quantity", "staff") for a in amounts])
+    truths = corruption.truths(facts, pools)
+    values, _, applied = _claims(truths, [0] * 60 + [10] * 60 + [11] * 60 + [16] * 60, NUMBER)
+    assert set(applied) == {NUMBER}
+    numbers = np.array([int(v) for v in values])
+    assert (numbers[:120] >= 1950).all() and (numbers[:120] <= 2000).all()
+    assert ((numbers[120:] >= 120) & (numbers[120:] <= 250)).all()
+    assert (numbers[:60] > 1950).all() and (numbers[60:120] < 2000).all()  # the edges move inwards
