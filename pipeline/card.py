@@ -22,7 +22,9 @@ from pipeline.schema import (
     NUM_DOCS,
     SPLITS,
     TASKS,
+    VISIBLE_COLUMNS,
     Manifest,
+    hidden_config,
 )
 from pipeline.writer import write_text_atomic
 
@@ -75,9 +77,14 @@ def size_category(total: int) -> str:
 
 
 def _scan(root: Path, manifest: Manifest) -> tuple[Counter, Counter, dict[str, dict]]:
-    """Episodes per task and per source, and the first episode (lowest id) showing each corruption kind."""
+    """Episodes per task and per source, and the first episode (lowest id) showing each corruption kind.
+
+    A hidden split's files have no source and no ground truth: only its tasks are counted."""
     tasks, sources, examples = Counter(), Counter(), {}
     for shard in sorted(manifest.shards, key=lambda s: s.first_id):
+        if shard.split in manifest.hidden_splits:
+            tasks.update(pq.read_table(Path(root) / shard.path, columns=["task"]).column("task").to_pylist())
+            continue
         table = pq.read_table(Path(root) / shard.path, columns=["task", "source"])
         tasks.update(table.column("task").to_pylist())
         sources.update(table.column("source").to_pylist())
@@ -101,14 +108,45 @@ def front_matter(manifest: Manifest, licence: str) -> str:
         "task_categories": ["question-answering", "text-generation"],
         "tags": ["rag", "robustness", "misinformation", "reinforcement-learning", "grpo", "openenv", "synthetic"],
         "size_categories": [size_category(total)],
-        "configs": [
-            {
-                "config_name": "default",
-                "data_files": [{"split": split, "path": f"data/{split}-*"} for split in SPLITS],
-            }
-        ],
+        "configs": configs(manifest.hidden_splits),
     }
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def configs(hidden: list[str]) -> list[dict]:
+    """The `configs:` of the front matter: the public splits in `default`; each hidden split, whose files lack the
+    hidden columns, in a config of its own (one config's files must share their columns)."""
+    public = [{"split": split, "path": f"data/{split}-*"} for split in SPLITS if split not in hidden]
+    return [{"config_name": "default", "data_files": public}] + [
+        {"config_name": hidden_config(split), "data_files": [{"split": split, "path": f"data/{split}-*"}]}
+        for split in SPLITS
+        if split in hidden
+    ]
+
+
+def hidden_section(manifest: Manifest) -> str:
+    """What a hidden split holds, how to load it and how to get it scored; empty when nothing is hidden."""
+    if not manifest.hidden_splits:
+        return ""
+    names = ", ".join(manifest.hidden_splits)
+    visible = ", ".join(f"`{c}`" for c in VISIBLE_COLUMNS)
+    loads = "\n".join(
+        f'{split} = load_dataset(REPO, "{hidden_config(split)}", split="{split}")' for split in manifest.hidden_splits
+    )
+    return f"""## Hidden split: {names}
+
+The {names} split is published without its hidden columns; its files hold only
+{visible}.
+Its ground truth is kept by the server. Load the split from its own config:
+
+```python
+{loads}
+```
+
+To score an agent on it, send its submissions to a reward server that holds the ground truth (`POST /score`,
+`POST /score/batch`, or play it with `/reset` and `/step`). Source counts below leave the hidden split out.
+
+"""
 
 
 def type_name(kind: pa.DataType) -> str:
@@ -144,9 +182,10 @@ def render_card(manifest: Manifest, tasks: Counter, sources: Counter, examples: 
     licence = max((SOURCES.get(s, ("", "", "other"))[2] for s in sources), key=LICENCE_ORDER.index, default="other")
     total = sum(info.num_rows for info in manifest.splits.values())
     split_rows = [
-        f"| {split} | {info.num_rows:,} | {info.first_id:,} - {info.first_id + info.num_rows - 1:,} | "
-        f"{sum(s.split == split for s in manifest.shards)} |"
+        f"| {split}{' (hidden)' * (split in manifest.hidden_splits)} | {info.num_rows:,} | "
+        f"{info.first_id:,} - {info.first_id + info.num_rows - 1:,} | {shards} |"
         for split, info in ((split, manifest.splits[split]) for split in SPLITS)
+        for shards in [sum(s.split == split for s in manifest.shards)]
     ]
     task_rows = [f"| {task} | {k} | {tasks.get(task, 0):,} |" for k, task in enumerate(TASKS, start=1)]
     schema_rows = [
@@ -181,7 +220,7 @@ row group), {size / total:,.0f} bytes per episode.
 |---|---|---|---|
 {chr(10).join(split_rows)}
 
-## Difficulty tiers
+{hidden_section(manifest)}## Difficulty tiers
 
 | task | corrupt documents | episodes |
 |---|---|---|
@@ -223,7 +262,7 @@ submission costs one per flagged document plus one.
 from datasets import load_dataset
 
 REPO = "your-org/context-corruption"  # this repository on the Hub, or a local copy of this folder
-episodes = load_dataset(REPO)  # every split
+episodes = load_dataset(REPO)  # {"the public splits" if manifest.hidden_splits else "every split"}
 stream = load_dataset(REPO, split="train", streaming=True)  # no download up front
 pinned = load_dataset(REPO, revision="v1")  # a tag or commit: the exact bytes you trained on
 agent_view = episodes["train"].select_columns([{visible}])

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import partial
@@ -39,11 +40,21 @@ from pipeline.schema import (
     MAX_BUDGET,
     NUM_DOCS,
     TASKS,
+    AnswersManifest,
     Manifest,
     ShardInfo,
     SplitInfo,
 )
-from pipeline.writer import ShardPlan, file_sha256, staging, write_manifest, write_shard
+from pipeline.writer import (
+    MANIFEST_NAME,
+    ShardPlan,
+    file_sha256,
+    shard_info,
+    staging,
+    write_hidden_shard,
+    write_manifest,
+    write_shard,
+)
 
 log = logging.getLogger(__name__)
 OUT_DIR = Path("data/episodes")
@@ -299,10 +310,14 @@ def _split_facts(split: str) -> SplitFacts:
     return _WORKER[split]
 
 
-def _write(plan: ShardPlan, root: Path, row_group_rows: int) -> ShardInfo:
+def _write(
+    plan: ShardPlan, root: Path, row_group_rows: int, hidden: tuple[str, ...], answers: Path | None
+) -> ShardInfo:
     ctx = _split_facts(plan.split)
     ids = np.arange(plan.first_id, plan.first_id + plan.num_rows, dtype=np.int64)
     chunks = [generate(ctx, _WORKER["seed"], ids[i : i + CHUNK_ROWS]) for i in range(0, len(ids), CHUNK_ROWS)]
+    if plan.split in hidden:
+        return write_hidden_shard(pa.concat_tables(chunks), root, answers, plan, row_group_rows)
     return write_shard(pa.concat_tables(chunks), root, plan, row_group_rows)
 
 
@@ -319,50 +334,102 @@ def build_episodes(
     params: EpisodesParams,
     seed: int,
     *,
+    answers_dir: Path | None = None,
     progress: Callable[[ShardInfo], None] | None = None,
 ) -> Manifest:
     """Generate every split into the Hub-layout folder out_dir (replaced atomically); returns the manifest.
 
     The folder holds the shards, manifest.json and the README.md dataset card. Output is byte-identical
-    for any `params.workers` and `params.engine`: shards are pure functions of (seed, ids).
+    for any `params.workers` and `params.engine`: shards are pure functions of (seed, ids). With
+    `answers_dir` (required when `params.hidden_test`), the ground truth of the hidden splits goes there, with
+    its own manifest.json (replaced atomically too, just before out_dir, whose manifest binds it by checksum).
     """
     facts_hash = facts_sha256(facts_dir)
+    hidden = params.hidden_splits()
+    if hidden and answers_dir is None:
+        raise ValueError(
+            "episodes.hidden_test is true: pass answers_dir, the folder for the test split's ground truth"
+        )
     plans = params.shard_plans()
     facts_path = Path(facts_dir) / FACTS_FILE
-    with staging(Path(out_dir)) as root:
-        write = partial(_write, root=root, row_group_rows=params.row_group_rows)
+    digest = params_hash(seed, params.content(), facts_hash)
+    with staging(Path(out_dir)) as root, _answers_staging(answers_dir) as answers:
+        write = partial(_write, root=root, row_group_rows=params.row_group_rows, hidden=tuple(hidden), answers=answers)
         if params.engine == "ray":
             facts = (pq.read_table(facts_path), seed)
             infos = engines.run_ray(plans, write, _install, facts, params.ray_address, params.workers, progress)
         else:
             infos = engines.run_local(plans, write, _start_worker, (facts_path, seed), params.workers, progress)
+        answers_sha256 = _answers_manifest(answers, plans, hidden, params.row_group_rows, digest)
         first = {plan.split: plan.first_id for plan in reversed(plans)}
         manifest = Manifest(
             seed=seed,
-            params_hash=params_hash(seed, params.content(), facts_hash),
+            params_hash=digest,
             row_group_rows=params.row_group_rows,
             splits={
                 split: SplitInfo(first_id=first[split], num_rows=count) for split, count in params.counts().items()
             },
             shards=infos,
             versions={name: version(name) for name in ("numpy", "polars", "pyarrow", "faker")},
+            hidden_splits=hidden,
+            answers_sha256=answers_sha256,
         )
         write_manifest(root, manifest)
         write_card(root, manifest)
     return manifest
 
 
-def main(params_file: Path = DEFAULT_PARAMS, facts_dir: Path = Path("data/facts"), out_dir: Path = OUT_DIR) -> None:
+def _answers_manifest(
+    answers: Path | None, plans: list[ShardPlan], hidden: list[str], row_group_rows: int, digest: str
+) -> str | None:
+    """Write the answers folder's manifest (when there is one); its sha256 when a split is hidden, else None."""
+    if answers is None:
+        return None
+    shards = [shard_info(answers, plan, row_group_rows) for plan in plans if plan.split in hidden]
+    write_manifest(answers, AnswersManifest(params_hash=digest, row_group_rows=row_group_rows, shards=shards))
+    return file_sha256(answers / MANIFEST_NAME) if hidden else None
+
+
+@contextmanager
+def _answers_staging(answers_dir: Path | None) -> Iterator[Path | None]:
+    """The staged answers folder, or None when the build writes none."""
+    if answers_dir is None:
+        yield None
+        return
+    with staging(Path(answers_dir)) as root:
+        yield root
+
+
+def main(
+    params_file: Path = DEFAULT_PARAMS,
+    facts_dir: Path = Path("data/facts"),
+    out_dir: Path = OUT_DIR,
+    answers_dir: Path | None = None,
+) -> None:
+    """The stage: always writes the answers folder (default: `answers` beside out_dir), a DVC output even when
+    nothing is hidden (then its manifest lists no shard)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     data = read_params(params_file)
     seed_ = seed(data, params_file)
     params = section(data, "episodes", EpisodesParams, params_file)
     facts_sha256(facts_dir)
+    answers_dir = Path(out_dir).with_name("answers") if answers_dir is None else answers_dir
     total = sum(params.counts().values())
     started = time.perf_counter()
     with tqdm(total=total, unit="episodes", unit_scale=True, desc="episodes") as bar:
-        manifest = build_episodes(facts_dir, out_dir, params, seed_, progress=lambda info: bar.update(info.num_rows))
+        manifest = build_episodes(
+            facts_dir,
+            out_dir,
+            params,
+            seed_,
+            answers_dir=answers_dir,
+            progress=lambda info: bar.update(info.num_rows),
+        )
     seconds = time.perf_counter() - started
+    if manifest.hidden_splits:
+        log.info(
+            "hidden    %s: ground truth in %s (the reward server's)", ", ".join(manifest.hidden_splits), answers_dir
+        )
     size = sum(shard.bytes for shard in manifest.shards)
     counts = ", ".join(f"{split} {info.num_rows:,}" for split, info in manifest.splits.items())
     log.info(

@@ -60,6 +60,10 @@ class EpisodesParams(_Section):
         gt=0,
         description="Each split's shard count is a multiple of this (the GPU count: ranks stream whole shards)",
     )
+    hidden_test: bool = Field(
+        False,
+        description="Publish the test split without hidden columns; its ground truth goes to the answers folder",
+    )
     engine: Literal["local", "ray"] = Field("local", description="Runs the shards: a local process pool or Ray tasks")
     ray_address: str = Field("", description="Ray cluster to join (e.g. ray://head:10001, auto); empty: start one")
 
@@ -86,6 +90,10 @@ class EpisodesParams(_Section):
 
     def shard_plans(self) -> list[ShardPlan]:
         return plan_shards(self.counts(), self.shard_rows, self.row_group_rows, self.shard_multiple)
+
+    def hidden_splits(self) -> list[str]:
+        """Splits published without hidden columns."""
+        return ["test"] if self.hidden_test else []
 
     def counts(self) -> dict[str, int]:
         return {split: getattr(self, split) for split in SPLITS}

@@ -22,7 +22,9 @@ from huggingface_hub import HfApi, get_token
 from huggingface_hub.errors import HFValidationError, HTTPError
 from pydantic import BaseModel, ConfigDict
 
+from pipeline.filechecks import published_hidden_columns
 from pipeline.params import DEFAULT_PARAMS, HubParams, ParamsError, read_params, section
+from pipeline.schema import Manifest
 from pipeline.writer import MANIFEST_NAME, write_text_atomic
 
 log = logging.getLogger(__name__)
@@ -61,8 +63,13 @@ def skip_reason(hub: HubParams, token: str | None) -> str | None:
 
 
 def folder_files(folder: Path) -> list[Path]:
+    """The files to push; a hidden split's file holding a hidden column is never pushed (the answers folder, its
+    ground truth, lies beside the folder and is never part of it)."""
     if not (folder / MANIFEST_NAME).is_file():
         raise PublishError(f"{folder} holds no {MANIFEST_NAME}: build the dataset first (dvc repro)")
+    manifest = Manifest.model_validate_json((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+    if leaks := published_hidden_columns(folder, manifest):
+        raise PublishError(f"refusing to publish the ground truth of a hidden split: {'; '.join(leaks)}")
     return sorted(path for path in folder.rglob("*") if path.is_file())
 
 

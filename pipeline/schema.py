@@ -53,6 +53,17 @@ EPISODE_SCHEMA = pa.schema(
 
 VISIBLE_COLUMNS = ("episode_id", "split", "task", "question", "documents", "max_budget")
 HIDDEN_COLUMNS = tuple(name for name in EPISODE_SCHEMA.names if name not in VISIBLE_COLUMNS)
+# A hidden split (episodes.hidden_test) is published as VISIBLE_SCHEMA; its ground truth, ANSWERS_SCHEMA, goes to a
+# separate answers folder that only the reward server reads. Both files of a shard share the id range and row groups.
+ANSWER_COLUMNS = ("episode_id", *HIDDEN_COLUMNS)
+VISIBLE_SCHEMA = pa.schema([EPISODE_SCHEMA.field(n) for n in VISIBLE_COLUMNS], metadata=EPISODE_SCHEMA.metadata)
+ANSWERS_SCHEMA = pa.schema([EPISODE_SCHEMA.field(n) for n in ANSWER_COLUMNS], metadata=EPISODE_SCHEMA.metadata)
+
+
+def hidden_config(split: str) -> str:
+    """The dataset card's config of a hidden split: its files have fewer columns than the default config's."""
+    return f"hidden_{split}"
+
 
 FACT_SCHEMA = pa.schema(
     [
@@ -101,3 +112,18 @@ class Manifest(_Frozen):
     splits: dict[str, SplitInfo]
     shards: list[ShardInfo]
     versions: dict[str, str] = Field(default_factory=dict, description="Library versions that wrote the files")
+    hidden_splits: list[str] = Field(
+        default_factory=list, description="Splits published without hidden columns (their shards are VISIBLE_SCHEMA)"
+    )
+    answers_sha256: str | None = Field(
+        None, description="sha256 of the answers folder's manifest.json: binds the hidden splits' ground truth"
+    )
+
+
+class AnswersManifest(_Frozen):
+    """`manifest.json` of the answers folder: the ground-truth shards of the hidden splits, for the server only."""
+
+    schema_version: int = SCHEMA_VERSION
+    params_hash: str = Field(description="The params_hash of the episodes build these answers belong to")
+    row_group_rows: int = Field(ge=1)
+    shards: list[ShardInfo] = Field(description="Same paths, id ranges and row groups as the published shards")

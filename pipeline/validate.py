@@ -16,14 +16,31 @@ from collections import Counter
 from pathlib import Path
 
 import duckdb
-import pyarrow.parquet as pq
 
-from pipeline.schema import ANSWER_TYPES, CORRUPTION_KINDS, MAX_BUDGET, NUM_DOCS, SPLITS, TASKS, Manifest, ShardInfo
-from pipeline.writer import MANIFEST_NAME, file_sha256, write_text_atomic
+from pipeline.filechecks import (
+    check_answers,
+    check_files,
+    manifest_problems,
+    published_hidden_columns,
+    row_group_problems,
+)
+from pipeline.schema import (
+    ANSWER_TYPES,
+    CORRUPTION_KINDS,
+    MAX_BUDGET,
+    NUM_DOCS,
+    SPLITS,
+    TASKS,
+    VISIBLE_COLUMNS,
+    Manifest,
+    ShardInfo,
+)
+from pipeline.writer import MANIFEST_NAME, write_text_atomic
 
 log = logging.getLogger(__name__)
 
 DATA_DIR = Path("data/episodes")
+ANSWERS_DIR = Path("data/answers")
 METRICS_PATH = Path("data/metrics/dataset.json")
 MAX_EXAMPLES = 10
 
@@ -126,7 +143,13 @@ EPISODE_INVARIANTS = {
     "answer_type": f"list_contains({_sql_list(ANSWER_TYPES)}, answer_type)",
     "ids_sorted_contiguous": "ids_ok",
 }
-FILE_INVARIANTS = ("manifest_ranges", "files_match_manifest", "row_groups")
+FILE_INVARIANTS = (
+    "manifest_ranges",
+    "files_match_manifest",
+    "row_groups",
+    "hidden_columns_unpublished",
+    "answers_match",
+)
 INVARIANTS = (*EPISODE_INVARIANTS, "fact_in_one_split", *FILE_INVARIANTS)
 
 
@@ -172,14 +195,26 @@ def _checked_sql() -> str:
         list_transform(documents, lambda d: d.doc_id)::BIGINT[] = range({NUM_DOCS})
             AND len(doc_corruption) = {NUM_DOCS} AND len(doc_claims) = {NUM_DOCS} AS docs_ok,
         list_transform(documents, lambda d: length(d.content)) AS doc_chars,
-        episode_id = shard_first_id + file_row_number AND split IS NOT DISTINCT FROM shard_split AS ids_ok,
+        episode_id = shard_first_id + file_row_number AND split IS NOT DISTINCT FROM shard_split
+            AND answer_row IS NOT DISTINCT FROM file_row_number AS ids_ok,
         {accepted} AS accepted, {keys}
     FROM lowered
     """
 
 
-def connect(root: Path, shards: list[ShardInfo], progress: bool = False) -> duckdb.DuckDBPyConnection:
-    """A connection with the `norm` macro, an `episodes` view over the given shards and a `shards` table."""
+def connect(
+    root: Path,
+    shards: list[ShardInfo],
+    progress: bool = False,
+    answers: Path | None = None,
+    answer_shards: list[ShardInfo] = (),
+) -> duckdb.DuckDBPyConnection:
+    """A connection with the `norm` macro, an `episodes` view over the given shards and a `shards` table.
+
+    A shard with an entry in `answer_shards` (a hidden split's) is joined by episode_id to its answers file under
+    `answers`; `answer_row` is the answers row that matched (the shard's own row elsewhere), so ids_ok checks that
+    the two files are aligned row by row.
+    """
     con = duckdb.connect()
     con.execute(f"SET enable_progress_bar = {str(progress).lower()}")
     for macro in NORMALIZE_MACROS:
@@ -187,11 +222,26 @@ def connect(root: Path, shards: list[ShardInfo], progress: bool = False) -> duck
     files = [_literal(str(Path(root).resolve() / s.path)) for s in shards]
     rows = ", ".join(f"({file}, {_literal(s.split)}, {s.first_id})" for file, s in zip(files, shards, strict=True))
     con.execute(f"CREATE TEMP TABLE shards AS SELECT * FROM (VALUES {rows}) AS t(file, split, first_id)")
-    con.execute(
-        f"CREATE VIEW episodes AS SELECT * FROM read_parquet([{', '.join(files)}], filename = true, "
-        "file_row_number = true)"
-    )
+    kept = {s.path for s in answer_shards}
+    full = [file for file, s in zip(files, shards, strict=True) if s.path not in kept]
+    hidden = [file for file, s in zip(files, shards, strict=True) if s.path in kept]
+    truth = [_literal(str(Path(answers).resolve() / path)) for path in sorted(kept)]
+    parts = []
+    if full:
+        parts.append(f"SELECT *, file_row_number AS answer_row FROM {_read(full)}")
+    if hidden:
+        published = ", ".join(f"v.{name}" for name in (*VISIBLE_COLUMNS, "filename", "file_row_number"))
+        parts.append(
+            f"SELECT {published}, a.* EXCLUDE (episode_id, file_row_number), a.file_row_number AS answer_row "
+            f"FROM {_read(hidden)} v LEFT JOIN read_parquet([{', '.join(truth)}], file_row_number = true) a "
+            "USING (episode_id)"
+        )
+    con.execute("CREATE VIEW episodes AS " + " UNION ALL BY NAME ".join(parts))
     return con
+
+
+def _read(files: list[str]) -> str:
+    return f"read_parquet([{', '.join(files)}], filename = true, file_row_number = true)"
 
 
 def _episode_violations(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, list]]:
@@ -208,60 +258,6 @@ def _episode_violations(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, 
         for name in violated
     ]
     return {name: (found[name], dict(zip(violated, examples, strict=True)).get(name, [])) for name in bad}
-
-
-def _manifest_problems(manifest: Manifest) -> list[str]:
-    """Splits are SPLITS in order, contiguous from id 0, each tiled exactly by its shards."""
-    if set(manifest.splits) != set(SPLITS):
-        return [f"splits {sorted(manifest.splits)} != {sorted(SPLITS)}"]
-    problems, next_id = [], 0
-    for split in SPLITS:
-        info = manifest.splits[split]
-        if info.first_id != next_id:
-            problems.append(f"{split} starts at {info.first_id}, expected {next_id}")
-        shards = [s for s in manifest.shards if s.split == split]
-        shard_id = info.first_id
-        for shard in shards:
-            if shard.first_id != shard_id:
-                problems.append(f"{shard.path} starts at {shard.first_id}, expected {shard_id}")
-            shard_id = shard.first_id + shard.num_rows
-        if shard_id != info.first_id + info.num_rows:
-            problems.append(f"{split} shards end at {shard_id}, expected {info.first_id + info.num_rows}")
-        next_id = info.first_id + info.num_rows
-    return problems
-
-
-def _check_files(root: Path, manifest: Manifest) -> tuple[list[str], list[ShardInfo]]:
-    """Shards on disk against the manifest (presence, bytes, sha256): the problems, and the shards that match,
-    which are the only ones the SQL reads (damaged bytes say nothing about the episodes)."""
-    on_disk = {p.relative_to(root).as_posix() for p in (root / "data").glob("*.parquet")}
-    problems = [f"{path}: not in the manifest" for path in sorted(on_disk - {s.path for s in manifest.shards})]
-    good = []
-    for shard in manifest.shards:
-        path = root / shard.path
-        if shard.path not in on_disk:
-            problems.append(f"{shard.path}: missing")
-        elif path.stat().st_size != shard.bytes or file_sha256(path) != shard.sha256:
-            problems.append(f"{shard.path}: bytes or sha256 differ from the manifest")
-        else:
-            good.append(shard)
-    return problems, good
-
-
-def _row_group_problems(root: Path, shards: list[ShardInfo], size: int) -> tuple[list[str], list[str]]:
-    """Row counts against the manifest, and row groups of exactly `size` rows (the last may be shorter)."""
-    groups = {}
-    for shard in shards:
-        meta = pq.read_metadata(root / shard.path)
-        groups[shard.path] = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
-    rows, row_groups = [], []
-    for shard in shards:
-        sizes = groups[shard.path]
-        if sum(sizes) != shard.num_rows:
-            rows.append(f"{shard.path}: {sum(sizes)} rows, manifest says {shard.num_rows}")
-        if len(sizes) != shard.num_row_groups or any(n != size for n in sizes[:-1]) or sizes[-1] > size:
-            row_groups.append(f"{shard.path}: row groups {sizes}, expected groups of {size}")
-    return rows, row_groups
 
 
 def _counts(con: duckdb.DuckDBPyConnection, column: str, known: tuple[str, ...] = ()) -> dict[str, int]:
@@ -309,23 +305,29 @@ def read_manifest(root: Path) -> Manifest:
     return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
 
 
-def validate(root: Path, progress: bool = False) -> dict:
+def validate(root: Path, progress: bool = False, answers: Path | None = None) -> dict:
     """Check every invariant of the dataset folder `root`; return the metrics (violations included).
 
+    A hidden split's episodes are checked with their ground truth joined from the answers folder `answers`.
     `progress` shows DuckDB's progress bar (for the stage's entry point)."""
     root = Path(root).resolve()
     manifest = read_manifest(root)
-    file_problems, shards = _check_files(root, manifest)
+    file_problems, shards = check_files(root, manifest.shards)
+    answer_problems, answer_shards = check_answers(answers, manifest)
+    kept = {s.path for s in answer_shards}
+    shards = [s for s in shards if s.split not in manifest.hidden_splits or s.path in kept]
     if not shards:
         raise ValueError(f"{root}: no shard matches manifest.json: {file_problems[:MAX_EXAMPLES]}")
-    con = connect(root, shards, progress)
+    con = connect(root, shards, progress, answers, answer_shards)
     con.execute(_checked_sql())
     found = _episode_violations(con)
-    rows, row_groups = _row_group_problems(root, shards, manifest.row_group_rows)
+    rows, row_groups = row_group_problems(root, shards, manifest.row_group_rows)
     problems = {
-        "manifest_ranges": _manifest_problems(manifest),
+        "manifest_ranges": manifest_problems(manifest),
         "files_match_manifest": file_problems + rows,
         "row_groups": row_groups,
+        "hidden_columns_unpublished": published_hidden_columns(root, manifest),
+        "answers_match": answer_problems,
     }
     found.update({name: (len(items), items[:MAX_EXAMPLES]) for name, items in problems.items()})
     kinds, chars = _doc_stats(con)
@@ -356,7 +358,7 @@ def violation_message(metrics: dict) -> str:
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.perf_counter()
-    metrics = validate(DATA_DIR, progress=True)
+    metrics = validate(DATA_DIR, progress=True, answers=ANSWERS_DIR)
     METRICS_PATH.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(METRICS_PATH, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     if message := violation_message(metrics):

@@ -23,7 +23,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.schema import EPISODE_SCHEMA, SPLITS, Manifest, ShardInfo
+from pipeline.schema import (
+    ANSWER_COLUMNS,
+    ANSWERS_SCHEMA,
+    EPISODE_SCHEMA,
+    SPLITS,
+    VISIBLE_COLUMNS,
+    VISIBLE_SCHEMA,
+    AnswersManifest,
+    Manifest,
+    ShardInfo,
+)
 
 MANIFEST_NAME = "manifest.json"
 # Dictionary encoding only where values repeat within a row group: on the text columns it costs time and bytes
@@ -126,40 +136,61 @@ def check_table(table: pa.Table, plan: ShardPlan) -> None:
 
 
 def write_shard(table: pa.Table, root: Path, plan: ShardPlan, row_group_rows: int) -> ShardInfo:
-    """Write one shard (zstd, page index, content-defined chunking); byte-identical for equal input.
+    """Write one shard (zstd, page index, content-defined chunking); byte-identical for equal input."""
+    check_table(table, plan)
+    _write_file(table, Path(root) / plan.path, EPISODE_SCHEMA, row_group_rows)
+    return shard_info(root, plan, row_group_rows)
+
+
+def write_hidden_shard(
+    table: pa.Table, root: Path, answers_root: Path, plan: ShardPlan, row_group_rows: int
+) -> ShardInfo:
+    """A shard of a hidden split: the visible columns under `root` (what is published), episode_id and the hidden
+    columns under `answers_root` at the same path, in the same row groups. Returns the published file's info."""
+    check_table(table, plan)
+    _write_file(table.select(list(ANSWER_COLUMNS)), Path(answers_root) / plan.path, ANSWERS_SCHEMA, row_group_rows)
+    _write_file(table.select(list(VISIBLE_COLUMNS)), Path(root) / plan.path, VISIBLE_SCHEMA, row_group_rows)
+    return shard_info(root, plan, row_group_rows)
+
+
+def _write_file(table: pa.Table, final: Path, schema: pa.Schema, row_group_rows: int) -> None:
+    """One Parquet file of `schema`, written beside `final` and renamed.
 
     Statistics only on episode_id: readers locate rows by id, and min/max of long text columns in every
     footer of small row groups would cost the server hundreds of MB at a million episodes.
     """
     if row_group_rows < 1:
         raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")
-    check_table(table, plan)
-    final = Path(root) / plan.path
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.tmp")
     try:
         with pq.ParquetWriter(
             tmp,
-            EPISODE_SCHEMA,
+            schema,
             compression="zstd",
-            use_dictionary=DICTIONARY_COLUMNS,
+            use_dictionary=[c for c in DICTIONARY_COLUMNS if c.split(".")[0] in schema.names],
             write_statistics=["episode_id"],
             write_page_index=True,
             use_content_defined_chunking=True,
             sorting_columns=[pq.SortingColumn(0)],
         ) as writer:
-            writer.write_table(table.replace_schema_metadata(EPISODE_SCHEMA.metadata), row_group_size=row_group_rows)
+            writer.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=row_group_rows)
         os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def shard_info(root: Path, plan: ShardPlan, row_group_rows: int) -> ShardInfo:
+    """The manifest entry of the planned shard as written under `root`: its size and checksum."""
+    path = Path(root) / plan.path
     return ShardInfo(
         path=plan.path,
         split=plan.split,
         first_id=plan.first_id,
         num_rows=plan.num_rows,
         num_row_groups=-(-plan.num_rows // row_group_rows),
-        bytes=final.stat().st_size,
-        sha256=file_sha256(final),
+        bytes=path.stat().st_size,
+        sha256=file_sha256(path),
     )
 
 
@@ -182,7 +213,7 @@ def write_text_atomic(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_manifest(root: Path, manifest: Manifest) -> None:
+def write_manifest(root: Path, manifest: Manifest | AnswersManifest) -> None:
     """manifest.json as canonical JSON (sorted keys, indent 2, trailing newline)."""
     text = json.dumps(manifest.model_dump(mode="json"), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     write_text_atomic(Path(root) / MANIFEST_NAME, text)

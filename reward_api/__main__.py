@@ -1,7 +1,10 @@
-"""`python -m reward_api --data PATH_OR_REPO_ID [--revision REV] [--host 127.0.0.1] [--port 7860] [--workers N]`.
+"""`python -m reward_api --data PATH_OR_REPO_ID [--revision REV] [--answers PATH_OR_REPO_ID] [--host 127.0.0.1]
+[--port 7860] [--workers N]`.
 
-Every option can also come from the environment (CONTEXTCORRUPTION_DATA, _REVISION, _HOST, _PORT, _CACHE_MB,
-_ACCESS_LOG, _WORKERS), which is how a container or an HF Space passes the dataset repo id. The state-token secret is
+`--answers` is the build's answers folder (data/answers), the ground truth of a hidden test split: without it
+that split is served and played but not scored. Every option can also come from the environment
+(CONTEXTCORRUPTION_DATA, _REVISION, _ANSWERS, _HOST, _PORT, _CACHE_MB, _ACCESS_LOG, _WORKERS), which is how a
+container or an HF Space passes the dataset repo id. The state-token secret is
 CONTEXTCORRUPTION_STATE_KEY (see reward_api.tokens); the optional API bearer token is CONTEXTCORRUPTION_API_TOKEN
 (see reward_api.auth), environment only, so it never shows on a command line.
 """
@@ -21,7 +24,7 @@ from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reward_api.source import dataset_folder
-from reward_api.store import DEFAULT_CACHE_MB, EpisodeStore, StoreError
+from reward_api.store import DEFAULT_CACHE_MB, EpisodeStore, StoreError, sealed_message
 from reward_api.tokens import KEY_ENV, TokenSigner, server_secret
 
 log = logging.getLogger("reward_api")
@@ -32,6 +35,7 @@ class Settings(BaseSettings):
 
     data: str = "data/episodes"
     revision: str | None = None
+    answers: str | None = None
     host: str = "127.0.0.1"
     port: int = 7860
     cache_mb: float = DEFAULT_CACHE_MB
@@ -44,6 +48,9 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     parser = argparse.ArgumentParser(prog="python -m reward_api", description="Serve a ContextCorruption dataset.")
     parser.add_argument("--data", help="dataset folder, or Hub dataset repo id (namespace/name)")
     parser.add_argument("--revision", help="Hub revision (tag, branch or commit) when --data is a repo id")
+    parser.add_argument(
+        "--answers", help="answers folder of the build (data/answers), or a Hub repo id: scores a hidden split"
+    )
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
     parser.add_argument("--cache-mb", type=float, dest="cache_mb", help="memory for decoded row groups (MB)")
@@ -91,18 +98,25 @@ def create_app(settings: Settings | None = None):
     # Arrow's default pool (mimalloc) holds on to freed row-group buffers: under benchmarks/soak.py one worker
     # swung between 540 and 760 MB RSS; with the system allocator, 400-560 MB at the same throughput.
     pa.set_memory_pool(pa.system_memory_pool())
-    store = EpisodeStore(Path(settings.data), cache_mb=settings.cache_mb)
+    store = EpisodeStore(Path(settings.data), cache_mb=settings.cache_mb, answers=answers_folder(settings))
     token = settings.api_token.get_secret_value() if settings.api_token else None
     return build_app(Backend(store, TokenSigner(server_secret(), store.manifest.params_hash)), api_token=token)
 
 
-def export(settings: Settings, folder: Path) -> None:
+def answers_folder(settings: Settings) -> Path | None:
+    """The answers folder: a local folder as is, a Hub repo id downloaded (its latest revision)."""
+    return dataset_folder(settings.answers) if settings.answers else None
+
+
+def export(settings: Settings, folder: Path, answers: Path | None = None) -> None:
     """Hand the settings to worker processes through the environment, with the dataset already downloaded.
 
     Workers must sign state tokens with one key, or a token from one would be refused by the other.
     """
     os.environ.update(CONTEXTCORRUPTION_DATA=str(folder), CONTEXTCORRUPTION_CACHE_MB=str(settings.cache_mb))
     os.environ.pop("CONTEXTCORRUPTION_REVISION", None)
+    if answers is not None:
+        os.environ["CONTEXTCORRUPTION_ANSWERS"] = str(answers)
     if settings.workers > 1 and not os.environ.get(KEY_ENV):
         log.warning("%s is not set: the %d workers share a random key for this run only", KEY_ENV, settings.workers)
         os.environ[KEY_ENV] = secrets.token_hex(32)
@@ -120,18 +134,21 @@ def main(argv: list[str] | None = None) -> int:
     skip_web_ui()
     try:
         folder = dataset_folder(settings.data, settings.revision)
-        first_id = EpisodeStore(folder, cache_mb=0, preload_keys=False).shards[0].first_id
+        answers = answers_folder(settings)
+        checked = EpisodeStore(folder, cache_mb=0, preload_keys=False, answers=answers)
     except StoreError as exc:
         log.error("cannot serve: %s", exc)
         return 2
-    export(settings, folder)
+    if checked.hidden and answers is None:
+        log.warning("%s", sealed_message(", ".join(sorted(checked.hidden))))
+    export(settings, folder, answers)
     log.info(
         "access control: %s",
         "bearer token required on /score, /score/batch, /reset, /step, /ws, /mcp"
         if settings.api_token
         else "off (set CONTEXTCORRUPTION_API_TOKEN to require a bearer token)",
     )
-    log.info("%s", try_it(settings.host, settings.port, first_id))
+    log.info("%s", try_it(settings.host, settings.port, checked.shards[0].first_id))
     common = {"host": settings.host, "port": settings.port, "log_level": "info", "access_log": settings.access_log}
     if settings.workers > 1:
         uvicorn.run("reward_api.__main__:create_app", factory=True, workers=settings.workers, **common)

@@ -17,11 +17,19 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
 from reward_api.game import EpisodeOver, MoveError
+from reward_api.keys import GroundTruthMissing
 from reward_api.store import EpisodeNotFound
 from reward_api.tokens import TokenError
 
-# Checked in order: subclasses before their bases.
-DOMAIN_STATUS = ((EpisodeNotFound, 404), (TokenError, 403), (EpisodeOver, 409), (MoveError, 422))
+# Checked in order: subclasses before their bases. GroundTruthMissing: scoring a hidden split on a server
+# without its answers is refused here, whoever asks (a 403 says retrying will not help).
+DOMAIN_STATUS = (
+    (EpisodeNotFound, 404),
+    (TokenError, 403),
+    (GroundTruthMissing, 403),
+    (EpisodeOver, 409),
+    (MoveError, 422),
+)
 
 
 def _json_safe(value: Any) -> Any:

@@ -4,6 +4,9 @@ Scoring a random episode from its row group costs a Parquet read (~0.3-1 ms); wi
 in memory it costs a few microseconds. They are read shard by shard in a background thread, through
 handles of their own (sharing the already parsed footers), so start-up and other requests do not wait;
 until a shard is loaded, the store falls back to reading the row group.
+
+A shard of a hidden split keeps its answer columns in the answers folder (same path, same row groups) and only
+`max_budget` in the published file; without the answers folder its episodes get a `SealedKey`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,15 +23,51 @@ import pyarrow.parquet as pq
 log = logging.getLogger(__name__)
 
 KEY_COLUMNS = ("answer", "answer_aliases", "corrupt_ids", "max_budget")
+# What a hidden split's answers file adds to its published file's max_budget.
+ANSWER_KEY_COLUMNS = ("answer", "answer_aliases", "corrupt_ids")
+
+
+class GroundTruthMissing(RuntimeError):
+    """Scoring an episode of a hidden split on a server that does not hold its ground truth (a 403)."""
+
+
+class SealedKey:
+    """The key of an episode whose ground truth is not on this server: the budget rules apply (reads and flags
+    play as usual), and whatever needs the answer or the corrupt ids raises GroundTruthMissing."""
+
+    __slots__ = ("max_budget", "_message")
+
+    def __init__(self, max_budget: int, message: str) -> None:
+        self.max_budget = max_budget
+        self._message = message
+
+    @property
+    def accepted(self) -> frozenset[str]:
+        raise GroundTruthMissing(self._message)
+
+    @property
+    def corrupt(self) -> frozenset[int]:
+        raise GroundTruthMissing(self._message)
+
+
+@dataclass(frozen=True)
+class KeySource:
+    """Key columns of one shard held by one file (its footer already parsed)."""
+
+    path: Path
+    footer: pq.FileMetaData
+    columns: tuple[str, ...]
 
 
 class KeyIndex:
-    """Key columns per shard, filled by `load` (normally in the background thread started by `start`)."""
+    """Key columns per shard, filled by `load` (normally in the background thread started by `start`).
 
-    def __init__(self, paths: list[Path], footers: list[pq.FileMetaData]) -> None:
-        self._paths = paths
-        self._footers = footers
-        self._shards: list[dict[str, pa.Array] | None] = [None] * len(paths)
+    `sources[i]` lists the files that together hold shard i's KEY_COLUMNS; empty: nothing to load for it.
+    """
+
+    def __init__(self, sources: list[tuple[KeySource, ...]]) -> None:
+        self._sources = sources
+        self._shards: list[dict[str, pa.Array] | None] = [None] * len(sources)
         self.ready = threading.Event()
 
     def start(self) -> threading.Thread:
@@ -38,15 +78,17 @@ class KeyIndex:
     def load(self) -> None:
         started = time.monotonic()
         try:
-            for index, (path, footer) in enumerate(zip(self._paths, self._footers, strict=True)):
-                table = pq.ParquetFile(path, metadata=footer).read(columns=list(KEY_COLUMNS), use_threads=False)
-                self._shards[index] = {name: table.column(name).combine_chunks() for name in KEY_COLUMNS}
+            for index, sources in enumerate(self._sources):
+                if sources:
+                    self._shards[index] = {
+                        name: column.combine_chunks() for source in sources for name, column in _read(source).items()
+                    }
         except (pa.ArrowException, OSError) as exc:
             log.error("answer keys not preloaded (scoring reads row groups instead): %s", exc)
             return
         finally:
             self.ready.set()
-        size = sum(col.nbytes for shard in self._shards for col in shard.values())
+        size = sum(col.nbytes for shard in self._shards if shard for col in shard.values())
         log.info("answer keys in memory: %.1f MB after %.1f s", size / 2**20, time.monotonic() - started)
 
     def row(self, shard: int, offset: int) -> dict | None:
@@ -55,3 +97,8 @@ class KeyIndex:
         if columns is None:
             return None
         return {name: columns[name][offset].as_py() for name in KEY_COLUMNS}
+
+
+def _read(source: KeySource) -> dict[str, pa.ChunkedArray]:
+    table = pq.ParquetFile(source.path, metadata=source.footer).read(columns=list(source.columns), use_threads=False)
+    return {name: table.column(name) for name in source.columns}

@@ -7,6 +7,11 @@ only the answer key, which `keys.KeyIndex` holds for every episode (~27 MB per 1
 also cached per episode, so a game's steps after its reset read nothing. Start-up checks every
 shard's footer against the manifest and refuses a missing or broken file by name.
 
+A hidden split (manifest `hidden_splits`) is published without its hidden columns; its ground truth comes from
+the build's answers folder (`answers=`), checked at start-up against the manifest's `answers_sha256` and
+shard by shard. Without it the split's episodes are served and played, and scoring them raises
+GroundTruthMissing (`keys.SealedKey`).
+
 Cost of a random agent view (measured, 1M episodes, zstd): one row-group read, ~3 ms at 256 rows per
 group, ~1 ms at 64; the pipeline's row_group_rows sets it.
 """
@@ -27,15 +32,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
-from pipeline.schema import EPISODE_SCHEMA, SCHEMA_VERSION, TASKS, VISIBLE_COLUMNS, Manifest, ShardInfo
-from reward_api.keys import KEY_COLUMNS, KeyIndex
-from reward_api.scoring import REWARD_VERSION, EpisodeKey
+from pipeline.schema import EPISODE_SCHEMA, TASKS, VISIBLE_COLUMNS, VISIBLE_SCHEMA
+from reward_api.keys import ANSWER_KEY_COLUMNS, KEY_COLUMNS, KeyIndex, KeySource, SealedKey
+from reward_api.scoring import EpisodeKey
+from reward_api.shards import StoreError as StoreError  # where the server's callers have always found it
+from reward_api.shards import open_answers, open_shard, read_manifest
 
 log = logging.getLogger(__name__)
 
-MANIFEST_NAME = "manifest.json"
 # Random ids over a large dataset almost never hit the row-group cache, and games hit the view cache:
 # a small group cache keeps the RSS down (a decoded group of 256 episodes is ~2 MB).
 DEFAULT_CACHE_MB = 16
@@ -47,8 +52,11 @@ DEFAULT_CACHE_VIEWS = 2048
 MAX_PARALLEL_READS = max(2, os.cpu_count() or 2)
 
 
-class StoreError(RuntimeError):
-    """The dataset folder cannot be served; the message names the file and what is wrong with it."""
+def sealed_message(split: str) -> str:
+    return (
+        f"ground truth of split {split} is not on this server: its episodes can be played but not scored here; "
+        "start the server with --answers (the answers folder of this build)"
+    )
 
 
 class EpisodeNotFound(LookupError):
@@ -100,50 +108,12 @@ class _Lru:
         return value
 
 
-def read_manifest(root: Path) -> Manifest:
-    path = root / MANIFEST_NAME
-    try:
-        manifest = Manifest.model_validate_json(path.read_bytes())
-    except FileNotFoundError as exc:
-        raise StoreError(f"{path}: missing; is {root} a dataset folder built by `dvc repro`?") from exc
-    except ValidationError as exc:
-        raise StoreError(f"{path}: not a valid manifest: {exc}") from exc
-    if manifest.schema_version != SCHEMA_VERSION or manifest.reward_version != REWARD_VERSION:
-        raise StoreError(
-            f"{path}: built for schema {manifest.schema_version} / reward {manifest.reward_version}, this server "
-            f"serves schema {SCHEMA_VERSION} / reward {REWARD_VERSION}"
-        )
-    return manifest
-
-
-def open_shard(root: Path, info: ShardInfo, row_group_rows: int) -> pq.ParquetFile:
-    """Open one shard and check its footer against the manifest; StoreError names the file."""
-    path = root / info.path
-    if not path.is_file():
-        raise StoreError(f"{path}: shard listed in the manifest is missing")
-    if path.stat().st_size != info.bytes:
-        raise StoreError(
-            f"{path}: {path.stat().st_size} bytes, the manifest says {info.bytes} (truncated or replaced?)"
-        )
-    try:
-        # Not memory-mapped: random reads over a mapped file would pull all of it into the RSS over time.
-        handle = pq.ParquetFile(path, memory_map=False)
-    except (pa.ArrowException, OSError) as exc:
-        raise StoreError(f"{path}: not a readable Parquet file: {exc}") from exc
-    meta = handle.metadata
-    problems = []
-    if not handle.schema_arrow.equals(EPISODE_SCHEMA, check_metadata=False):
-        problems.append("schema differs from EPISODE_SCHEMA")
-    if meta.num_rows != info.num_rows:
-        problems.append(f"{meta.num_rows} rows, manifest says {info.num_rows}")
-    if meta.num_row_groups != info.num_row_groups:
-        problems.append(f"{meta.num_row_groups} row groups, manifest says {info.num_row_groups}")
-    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
-    if any(size != row_group_rows for size in sizes[:-1]) or (sizes and sizes[-1] > row_group_rows):
-        problems.append(f"row groups must hold {row_group_rows} rows (the last may hold fewer), got {sizes[:8]}...")
-    if problems:
-        raise StoreError(f"{path}: " + "; ".join(problems))
-    return handle
+def _pools(handles: list[pq.ParquetFile | None]) -> list[queue.SimpleQueue]:
+    pools = [queue.SimpleQueue() for _ in handles]
+    for pool, handle in zip(pools, handles, strict=True):
+        if handle is not None:
+            pool.put(handle)
+    return pools
 
 
 class EpisodeStore:
@@ -155,27 +125,51 @@ class EpisodeStore:
         cache_mb: float = DEFAULT_CACHE_MB,
         cache_keys: int = DEFAULT_CACHE_KEYS,
         preload_keys: bool = True,
+        answers: Path | None = None,
     ):
         self.root = Path(root)
         self.manifest = read_manifest(self.root)
         self.shards = sorted(self.manifest.shards, key=lambda s: s.first_id)
-        self._files = [open_shard(self.root, info, self.manifest.row_group_rows) for info in self.shards]
+        self.hidden = frozenset(self.manifest.hidden_splits)
+        rows = self.manifest.row_group_rows
+        self._files = [
+            open_shard(self.root, info, rows, VISIBLE_SCHEMA if info.split in self.hidden else EPISODE_SCHEMA)
+            for info in self.shards
+        ]
+        self.answers_root = None if answers is None else Path(answers)
+        by_path = {} if answers is None else open_answers(self.answers_root, self.manifest)
+        # The answers file of each shard of a hidden split (None elsewhere, and for all of them without answers).
+        self._answer_files = [by_path.get(info.path) for info in self.shards]
         self._starts = [s.first_id for s in self.shards]
         self.num_episodes = sum(s.num_rows for s in self.shards)
-        # Idle readers per shard, sharing the parsed footer: a Parquet reader is not shared between threads.
-        self._idle = [queue.SimpleQueue() for _ in self._files]
-        for idle, handle in zip(self._idle, self._files, strict=True):
-            idle.put(handle)
+        # Idle readers per file (False: published shards, True: answers files), sharing the parsed footer:
+        # a Parquet reader is not shared between threads.
+        self._idle = {False: _pools(self._files), True: _pools(self._answer_files)}
         self._task_lock = threading.Lock()
         self._reads = threading.BoundedSemaphore(MAX_PARALLEL_READS)
         self._groups = _Lru(int(cache_mb * 2**20), weigh=lambda table: table.nbytes)
         self._keys = _Lru(cache_keys)
         self._views = _Lru(DEFAULT_CACHE_VIEWS)
         self._task_ids: dict[tuple[str, str], np.ndarray] = {}
-        self.key_index = KeyIndex([self.root / s.path for s in self.shards], [f.metadata for f in self._files])
+        self.key_index = KeyIndex([self._key_sources(shard) for shard in range(len(self.shards))])
         if preload_keys:
             self.key_index.start()
         log.info("serving %d episodes from %d shards in %s", self.num_episodes, len(self.shards), self.root)
+
+    def _path(self, shard: int, answers: bool) -> Path:
+        return (self.answers_root if answers else self.root) / self.shards[shard].path
+
+    def _key_sources(self, shard: int) -> tuple[KeySource, ...]:
+        """The files holding a shard's key columns: a hidden split's answers sit in their own file."""
+        if self.shards[shard].split not in self.hidden:
+            return (KeySource(self._path(shard, False), self._files[shard].metadata, KEY_COLUMNS),)
+        answers = self._answer_files[shard]
+        if answers is None:
+            return ()
+        return (
+            KeySource(self._path(shard, False), self._files[shard].metadata, ("max_budget",)),
+            KeySource(self._path(shard, True), answers.metadata, ANSWER_KEY_COLUMNS),
+        )
 
     def locate(self, episode_id: int) -> Location:
         """(shard, row group, offset) of an id, by arithmetic on the manifest."""
@@ -193,26 +187,27 @@ class EpisodeStore:
         return f"no episode {episode_id}; ids are {ranges}"
 
     @contextmanager
-    def _reader(self, shard: int) -> Iterator[pq.ParquetFile]:
-        idle = self._idle[shard]
+    def _reader(self, shard: int, answers: bool) -> Iterator[pq.ParquetFile]:
+        idle = self._idle[answers][shard]
         try:
             handle = idle.get_nowait()
         except queue.Empty:
-            handle = pq.ParquetFile(self.root / self.shards[shard].path, metadata=self._files[shard].metadata)
+            footer = (self._answer_files if answers else self._files)[shard].metadata
+            handle = pq.ParquetFile(self._path(shard, answers), metadata=footer)
         try:
             yield handle
         finally:
             idle.put(handle)
 
-    def _group(self, loc: Location, columns: tuple[str, ...]) -> pa.Table:
+    def _group(self, loc: Location, columns: tuple[str, ...], answers: bool = False) -> pa.Table:
         def load() -> pa.Table:
-            with self._reads, self._reader(loc.shard) as handle:
+            with self._reads, self._reader(loc.shard, answers) as handle:
                 return handle.read_row_group(loc.group, columns=list(columns), use_threads=False)
 
-        return self._groups.get((loc.shard, loc.group, columns), load)
+        return self._groups.get((loc.shard, loc.group, columns, answers), load)
 
-    def _row(self, loc: Location, columns: tuple[str, ...]) -> dict:
-        return self._group(loc, columns).slice(loc.offset, 1).to_pylist()[0]
+    def _row(self, loc: Location, columns: tuple[str, ...], answers: bool = False) -> dict:
+        return self._group(loc, columns, answers).slice(loc.offset, 1).to_pylist()[0]
 
     def view(self, episode_id: int) -> dict:
         """The agent view: the visible columns only (DESIGN §3). Cached and shared: do not mutate it."""
@@ -224,17 +219,28 @@ class EpisodeStore:
         self.locate(episode_id)
         return self._views.peek(episode_id)
 
-    def key(self, episode_id: int) -> EpisodeKey:
-        """What scoring needs about an episode (answers, corrupt ids, budget), cached per episode."""
+    def key(self, episode_id: int) -> EpisodeKey | SealedKey:
+        """What scoring needs about an episode (answers, corrupt ids, budget), cached per episode.
+
+        A SealedKey for a hidden split's episode on a server without its answers: scoring it raises
+        GroundTruthMissing."""
         loc = self.locate(episode_id)
 
-        def load() -> EpisodeKey:
-            row = self.key_index.row(loc.shard, episode_id - self._starts[loc.shard]) or self._row(loc, KEY_COLUMNS)
+        def load() -> EpisodeKey | SealedKey:
+            split = self.shards[loc.shard].split
+            if split in self.hidden and self._answer_files[loc.shard] is None:
+                return SealedKey(self._row(loc, ("max_budget",))["max_budget"], sealed_message(split))
+            row = self.key_index.row(loc.shard, episode_id - self._starts[loc.shard]) or self._key_row(loc, split)
             return EpisodeKey.from_row(row["answer"], row["answer_aliases"], row["corrupt_ids"], row["max_budget"])
 
         return self._keys.get(episode_id, load)
 
-    def keys(self, episode_ids: Iterable[int]) -> dict[int, EpisodeKey]:
+    def _key_row(self, loc: Location, split: str) -> dict:
+        if split not in self.hidden:
+            return self._row(loc, KEY_COLUMNS)
+        return self._row(loc, ("max_budget",)) | self._row(loc, ANSWER_KEY_COLUMNS, answers=True)
+
+    def keys(self, episode_ids: Iterable[int]) -> dict[int, EpisodeKey | SealedKey]:
         """Keys of many episodes, each distinct id looked up once (a GRPO group shares one episode)."""
         return {episode_id: self.key(episode_id) for episode_id in dict.fromkeys(episode_ids)}
 
@@ -256,7 +262,7 @@ class EpisodeStore:
         parts = []
         for shard, info in enumerate(self.shards):
             if info.split == split:
-                with self._reader(shard) as handle:
+                with self._reader(shard, False) as handle:
                     tasks = handle.read(columns=["task"], use_threads=False).column("task")
                 parts.append((info.first_id, tasks.to_numpy(zero_copy_only=False)))
         for task in TASKS:

@@ -15,8 +15,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from datasets import IterableDataset, load_dataset
+from datasets import IterableDataset, get_dataset_config_names, load_dataset
 
+from pipeline.schema import EPISODE_SCHEMA, hidden_config
 from train.prompts import oneshot_prompt, tools_prompt
 
 
@@ -24,8 +25,15 @@ def stream_episodes(data: str, split: str, *, revision: str | None = None) -> It
     """The raw episode rows of one split; `data` is a local dataset folder or a Hub dataset repo id."""
     if Path(data).exists() and not Path(data).is_dir():
         raise ValueError(f"data: {data} is a file; expected a dataset folder or a Hub repo id")
-    local = Path(data).is_dir()
-    return load_dataset(data, split=split, streaming=True, revision=None if local else revision)
+    revision = None if Path(data).is_dir() else revision
+    if hidden_config(split) in get_dataset_config_names(data, revision=revision):
+        published = load_dataset(data, hidden_config(split), split=split, streaming=True, revision=revision).features
+        missing = [name for name in EPISODE_SCHEMA.names if name not in published]
+        raise ValueError(
+            f"split {split!r} of {data} is hidden: its files lack the columns {missing} that training and evaluation "
+            "need (its ground truth is kept by the reward server, which scores it through POST /score)"
+        )
+    return load_dataset(data, split=split, streaming=True, revision=revision)
 
 
 def add_prompt(row: dict[str, Any], mode: str) -> dict[str, Any]:

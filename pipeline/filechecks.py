@@ -1,0 +1,111 @@
+"""File invariants of the validate stage: the manifest's id ranges, the files against their checksums and row
+groups, and a hidden split's two halves (published files without a hidden column; answers bound to this build).
+
+Each check returns the problems as sentences that name the file, and the files that passed, which are the only
+ones the SQL over the episodes reads (damaged bytes say nothing about the episodes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from pipeline.schema import HIDDEN_COLUMNS, SPLITS, AnswersManifest, Manifest, ShardInfo
+from pipeline.writer import MANIFEST_NAME, file_sha256
+
+
+def manifest_problems(manifest: Manifest) -> list[str]:
+    """Splits are SPLITS in order, contiguous from id 0, each tiled exactly by its shards."""
+    if set(manifest.splits) != set(SPLITS):
+        return [f"splits {sorted(manifest.splits)} != {sorted(SPLITS)}"]
+    problems, next_id = [], 0
+    for split in SPLITS:
+        info = manifest.splits[split]
+        if info.first_id != next_id:
+            problems.append(f"{split} starts at {info.first_id}, expected {next_id}")
+        shards = [s for s in manifest.shards if s.split == split]
+        shard_id = info.first_id
+        for shard in shards:
+            if shard.first_id != shard_id:
+                problems.append(f"{shard.path} starts at {shard.first_id}, expected {shard_id}")
+            shard_id = shard.first_id + shard.num_rows
+        if shard_id != info.first_id + info.num_rows:
+            problems.append(f"{split} shards end at {shard_id}, expected {info.first_id + info.num_rows}")
+        next_id = info.first_id + info.num_rows
+    return problems
+
+
+def check_files(root: Path, shards: list[ShardInfo]) -> tuple[list[str], list[ShardInfo]]:
+    """Shards on disk under `root` against their manifest entries (presence, bytes, sha256): the problems, and the
+    shards that match."""
+    on_disk = {p.relative_to(root).as_posix() for p in (root / "data").glob("*.parquet")}
+    problems = [f"{path}: not in the manifest" for path in sorted(on_disk - {s.path for s in shards})]
+    good = []
+    for shard in shards:
+        path = root / shard.path
+        if shard.path not in on_disk:
+            problems.append(f"{shard.path}: missing")
+        elif path.stat().st_size != shard.bytes or file_sha256(path) != shard.sha256:
+            problems.append(f"{shard.path}: bytes or sha256 differ from the manifest")
+        else:
+            good.append(shard)
+    return problems, good
+
+
+def row_group_problems(root: Path, shards: list[ShardInfo], size: int) -> tuple[list[str], list[str]]:
+    """Row counts against the manifest, and row groups of exactly `size` rows (the last may be shorter)."""
+    groups = {}
+    for shard in shards:
+        meta = pq.read_metadata(root / shard.path)
+        groups[shard.path] = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    rows, row_groups = [], []
+    for shard in shards:
+        sizes = groups[shard.path]
+        if sum(sizes) != shard.num_rows:
+            rows.append(f"{shard.path}: {sum(sizes)} rows, manifest says {shard.num_rows}")
+        if len(sizes) != shard.num_row_groups or any(n != size for n in sizes[:-1]) or sizes[-1] > size:
+            row_groups.append(f"{shard.path}: row groups {sizes}, expected groups of {size}")
+    return rows, row_groups
+
+
+def published_hidden_columns(root: Path, manifest: Manifest) -> list[str]:
+    """Published files of a hidden split that carry a hidden column (read from each file's Parquet schema)."""
+    problems = []
+    for shard in manifest.shards:
+        path = root / shard.path
+        if shard.split in manifest.hidden_splits and path.is_file():
+            leaked = [name for name in pq.read_schema(path).names if name in HIDDEN_COLUMNS]
+            if leaked:
+                problems.append(f"{shard.path}: split {shard.split} is hidden but the file has columns {leaked}")
+    return problems
+
+
+def check_answers(answers: Path | None, manifest: Manifest) -> tuple[list[str], list[ShardInfo]]:
+    """The answers folder against the episodes manifest: bound to this build (params_hash, and the manifest's
+    sha256 recorded as `answers_sha256`), holding exactly the hidden splits' shards, each matching its checksum
+    and row groups. The problems (paths under answers/), and the answers shards that passed."""
+    if not manifest.hidden_splits:
+        return [], []
+    path = None if answers is None else Path(answers) / MANIFEST_NAME
+    if path is None or not path.is_file():
+        return [f"answers/{MANIFEST_NAME}: missing (splits {manifest.hidden_splits} are hidden)"], []
+    try:
+        listed = AnswersManifest.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        return [f"answers/{MANIFEST_NAME}: not a valid answers manifest: {exc}"], []
+    if listed.params_hash != manifest.params_hash or file_sha256(path) != manifest.answers_sha256:
+        return [f"answers/{MANIFEST_NAME}: another build's (params_hash or sha256 differs from manifest.json)"], []
+    published = {_entry(s) for s in manifest.shards if s.split in manifest.hidden_splits}
+    kept = {_entry(s) for s in listed.shards}
+    problems = [f"{path}: no answers for this shard" for path, *_ in sorted(published - kept)]
+    problems += [f"{path}: not a shard of a hidden split" for path, *_ in sorted(kept - published)]
+    files, good = check_files(Path(answers), listed.shards)
+    good = [s for s in good if _entry(s) in published]
+    rows, groups = row_group_problems(Path(answers), good, manifest.row_group_rows)
+    return [f"answers/{p}" for p in problems + files + rows + groups], good
+
+
+def _entry(shard: ShardInfo) -> tuple[str, str, int, int]:
+    return shard.path, shard.split, shard.first_id, shard.num_rows

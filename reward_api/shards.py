@@ -1,0 +1,108 @@
+"""Start-up checks of what the server reads: the manifest, every shard's footer, and a hidden split's answers.
+
+Each refusal is a StoreError naming the file and what is wrong with it, so a server never starts on a missing,
+truncated or foreign file. The answers folder of a build (`episodes.hidden_test`) must be the one its
+manifest binds: its manifest.json hashes to the episodes manifest's `answers_sha256`, it lists exactly the hidden
+splits' shards, and each answers file matches its size and sha256 (the test split only: a few MB).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ValidationError
+
+from pipeline.schema import ANSWERS_SCHEMA, SCHEMA_VERSION, AnswersManifest, Manifest, ShardInfo
+from reward_api.scoring import REWARD_VERSION
+
+MANIFEST_NAME = "manifest.json"
+
+
+class StoreError(RuntimeError):
+    """The dataset folder cannot be served; the message names the file and what is wrong with it."""
+
+
+def _load(path: Path, model: type[BaseModel], hint: str) -> BaseModel:
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise StoreError(f"{path}: missing; {hint}") from exc
+    except ValidationError as exc:
+        raise StoreError(f"{path}: not a valid manifest: {exc}") from exc
+
+
+def read_manifest(root: Path) -> Manifest:
+    path = root / MANIFEST_NAME
+    manifest = _load(path, Manifest, f"is {root} a dataset folder built by `dvc repro`?")
+    if manifest.schema_version != SCHEMA_VERSION or manifest.reward_version != REWARD_VERSION:
+        raise StoreError(
+            f"{path}: built for schema {manifest.schema_version} / reward {manifest.reward_version}, this server "
+            f"serves schema {SCHEMA_VERSION} / reward {REWARD_VERSION}"
+        )
+    return manifest
+
+
+def open_shard(root: Path, info: ShardInfo, row_group_rows: int, schema: pa.Schema) -> pq.ParquetFile:
+    """Open one shard and check its footer against the manifest and `schema`; StoreError names the file."""
+    path = root / info.path
+    if not path.is_file():
+        raise StoreError(f"{path}: shard listed in the manifest is missing")
+    if path.stat().st_size != info.bytes:
+        raise StoreError(
+            f"{path}: {path.stat().st_size} bytes, the manifest says {info.bytes} (truncated or replaced?)"
+        )
+    try:
+        # Not memory-mapped: random reads over a mapped file would pull all of it into the RSS over time.
+        handle = pq.ParquetFile(path, memory_map=False)
+    except (pa.ArrowException, OSError) as exc:
+        raise StoreError(f"{path}: not a readable Parquet file: {exc}") from exc
+    meta = handle.metadata
+    problems = []
+    if not handle.schema_arrow.equals(schema, check_metadata=False):
+        problems.append(f"columns {handle.schema_arrow.names} differ from the expected {schema.names}")
+    if meta.num_rows != info.num_rows:
+        problems.append(f"{meta.num_rows} rows, manifest says {info.num_rows}")
+    if meta.num_row_groups != info.num_row_groups:
+        problems.append(f"{meta.num_row_groups} row groups, manifest says {info.num_row_groups}")
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    if any(size != row_group_rows for size in sizes[:-1]) or (sizes and sizes[-1] > row_group_rows):
+        problems.append(f"row groups must hold {row_group_rows} rows (the last may hold fewer), got {sizes[:8]}...")
+    if problems:
+        raise StoreError(f"{path}: " + "; ".join(problems))
+    return handle
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def open_answers(root: Path, manifest: Manifest) -> dict[str, pq.ParquetFile]:
+    """The answers files of the hidden splits, by shard path, after checking they belong to this build."""
+    path = root / MANIFEST_NAME
+    answers = _load(path, AnswersManifest, f"is {root} the answers folder of the build (data/answers)?")
+    if answers.params_hash != manifest.params_hash or (
+        manifest.hidden_splits and _sha256(path) != manifest.answers_sha256
+    ):
+        raise StoreError(f"{path}: answers of another build (its params_hash or sha256 differs from the dataset's)")
+    hidden = {s.path: s for s in manifest.shards if s.split in manifest.hidden_splits}
+    listed = {s.path: s for s in answers.shards}
+    unmatched = sorted(hidden.keys() ^ listed.keys())
+    if unmatched:
+        name = unmatched[0]
+        raise StoreError(f"{root / name}: {'missing from' if name in hidden else 'not a shard of'} the hidden splits")
+    files = {}
+    for name, shard in hidden.items():
+        info = listed[name]
+        if (info.split, info.first_id, info.num_rows) != (shard.split, shard.first_id, shard.num_rows):
+            raise StoreError(f"{root / name}: id range differs from the published shard's")
+        files[name] = open_shard(root, info, answers.row_group_rows, ANSWERS_SCHEMA)
+        if _sha256(root / name) != info.sha256:
+            raise StoreError(f"{root / name}: sha256 differs from {path} (replaced or corrupted?)")
+    return files

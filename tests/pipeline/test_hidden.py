@@ -1,0 +1,277 @@
+"""Hidden test split (episodes.hidden_test): the published test files carry no hidden column, the ground truth sits
+in the answers folder (aligned row groups, bound by checksum), both are deterministic and regenerate from code,
+validate checks the hidden split through its answers, the card, `datasets` and training treat it as hidden, and
+publishing never pushes the answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from datasets import load_dataset
+from test_publish import REPO, make_project, remote_dataset, run_publish
+
+from pipeline.card import CARD_NAME
+from pipeline.episodes import build_episodes, generate_episodes, main
+from pipeline.params import EpisodesParams, params_hash
+from pipeline.pools import build_pools
+from pipeline.schema import (
+    ANSWERS_SCHEMA,
+    EPISODE_SCHEMA,
+    HIDDEN_COLUMNS,
+    SPLITS,
+    VISIBLE_COLUMNS,
+    VISIBLE_SCHEMA,
+    AnswersManifest,
+    Manifest,
+)
+from pipeline.validate import validate
+from pipeline.writer import MANIFEST_NAME, file_sha256, write_manifest
+from tests.conftest import SEED, SMALL_EPISODES
+from tests.hiddenbuild import HIDDEN, build_hidden
+from tests.hubstandin import HubError, hub_standin
+from train.data import stream_episodes
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "hf_standin_token"
+
+
+@pytest.fixture(scope="session")
+def hidden_build(tmp_path_factory, facts_dir) -> tuple[Path, Path]:
+    return build_hidden(tmp_path_factory.mktemp("hidden"), facts_dir)
+
+
+def manifests(episodes: Path, answers: Path) -> tuple[Manifest, AnswersManifest]:
+    return (
+        Manifest.model_validate_json((episodes / MANIFEST_NAME).read_text()),
+        AnswersManifest.model_validate_json((answers / MANIFEST_NAME).read_text()),
+    )
+
+
+def test_hidden_test_changes_the_params_hash():
+    assert params_hash(SEED, HIDDEN.content()) != params_hash(SEED, SMALL_EPISODES.content())
+    assert EpisodesParams.model_validate(SMALL_EPISODES.model_dump()).hidden_test is False
+
+
+def test_published_test_files_carry_no_hidden_column(hidden_build):
+    episodes, answers = hidden_build
+    manifest, kept = manifests(episodes, answers)
+    assert manifest.hidden_splits == ["test"] and manifest.answers_sha256 == file_sha256(answers / MANIFEST_NAME)
+    assert kept.params_hash == manifest.params_hash
+    tests = [s for s in manifest.shards if s.split == "test"]
+    assert [s.path for s in kept.shards] == [s.path for s in tests]
+    for shard in manifest.shards:
+        schema = pq.read_schema(episodes / shard.path)
+        if shard.split == "test":
+            assert schema.names == list(VISIBLE_COLUMNS) and not set(HIDDEN_COLUMNS) & set(schema.names)
+            assert schema.equals(VISIBLE_SCHEMA, check_metadata=False)
+        else:
+            assert schema.equals(EPISODE_SCHEMA, check_metadata=False)
+    for shard in tests:
+        published, truth = pq.ParquetFile(episodes / shard.path), pq.ParquetFile(answers / shard.path)
+        assert truth.schema_arrow.equals(ANSWERS_SCHEMA, check_metadata=False)
+        groups = [published.metadata.row_group(i).num_rows for i in range(published.metadata.num_row_groups)]
+        assert groups == [truth.metadata.row_group(i).num_rows for i in range(truth.metadata.num_row_groups)]
+        ids = published.read(columns=["episode_id"]).column(0)
+        assert ids.equals(truth.read(columns=["episode_id"]).column(0))
+        assert ids.to_pylist() == list(range(shard.first_id, shard.first_id + shard.num_rows))
+    assert not list(episodes.rglob("*answers*")) and sorted(p.name for p in answers.iterdir()) == [
+        "data",
+        "manifest.json",
+    ]
+
+
+def joined(episodes: Path, answers: Path, path: str) -> pa.Table:
+    """A hidden shard's published columns and its ground truth as one EPISODE_SCHEMA table."""
+    published, truth = pq.read_table(episodes / path), pq.read_table(answers / path)
+    assert published.column("episode_id").equals(truth.column("episode_id"))
+    columns = [(published if name in VISIBLE_COLUMNS else truth).column(name) for name in EPISODE_SCHEMA.names]
+    return pa.Table.from_arrays(columns, schema=EPISODE_SCHEMA)
+
+
+def test_split_files_equal_the_full_build_and_regenerate_from_code(hidden_build, dataset_dir, facts_dir):
+    """Hiding changes where columns are stored, not one value: the joined files equal the open build's test
+    shard and the rows generated again from (seed, id)."""
+    episodes, answers = hidden_build
+    manifest, _ = manifests(episodes, answers)
+    facts, pools = pq.read_table(facts_dir / "facts.parquet"), build_pools(manifest.seed)
+    for shard in (s for s in manifest.shards if s.split == "test"):
+        stored = joined(episodes, answers, shard.path)
+        assert stored.equals(pq.read_table(dataset_dir / shard.path).cast(EPISODE_SCHEMA))
+        ids = np.arange(shard.first_id, shard.first_id + shard.num_rows)[::7]
+        again = generate_episodes(facts, pools, manifest.seed, "test", ids)
+        assert again.equals(stored.take(pa.array(ids - shard.first_id)))
+
+
+def snapshot(*folders: Path) -> dict[str, bytes]:
+    return {
+        f"{folder.name}/{p.relative_to(folder).as_posix()}": p.read_bytes()
+        for folder in folders
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_hidden_build_is_byte_identical_for_one_and_two_workers(hidden_build, facts_dir, tmp_path):
+    build_episodes(
+        facts_dir,
+        tmp_path / "episodes",
+        HIDDEN.model_copy(update={"workers": 2}),
+        SEED,
+        answers_dir=tmp_path / "answers",
+    )
+    assert snapshot(tmp_path / "episodes", tmp_path / "answers") == snapshot(*hidden_build)
+
+
+def test_hidden_test_needs_an_answers_folder(facts_dir, tmp_path):
+    with pytest.raises(ValueError, match="hidden_test is true: pass answers_dir"):
+        build_episodes(facts_dir, tmp_path / "episodes", HIDDEN, SEED)
+    assert not (tmp_path / "episodes").exists()
+
+
+def test_validate_checks_the_hidden_split_through_its_answers(hidden_build):
+    metrics = validate(hidden_build[0], answers=hidden_build[1])
+    assert metrics["violation_examples"] == {}
+    assert metrics["episodes"] == {"total": 1800, **SMALL_EPISODES.counts()}
+    assert set(metrics["violations"]) >= {"hidden_columns_unpublished", "answers_match"}
+
+
+def copy_build(hidden_build, tmp_path) -> tuple[Path, Path]:
+    for folder in hidden_build:
+        shutil.copytree(folder, tmp_path / folder.name)
+    return tmp_path / "episodes", tmp_path / "answers"
+
+
+def rebind(episodes: Path, answers: Path) -> None:
+    """Keep both manifests' checksums true after editing a file, so only the edited content can fail."""
+    manifest, kept = manifests(episodes, answers)
+    write_manifest(answers, kept.model_copy(update={"shards": [_fresh(answers, s) for s in kept.shards]}))
+    shards = [_fresh(episodes, s) for s in manifest.shards]
+    write_manifest(
+        episodes,
+        manifest.model_copy(update={"shards": shards, "answers_sha256": file_sha256(answers / MANIFEST_NAME)}),
+    )
+
+
+def _fresh(root: Path, shard):
+    return shard.model_copy(
+        update={"bytes": (root / shard.path).stat().st_size, "sha256": file_sha256(root / shard.path)}
+    )
+
+
+def test_validate_names_a_broken_answer_a_leaked_column_and_missing_answers(hidden_build, tmp_path):
+    episodes, answers = copy_build(hidden_build, tmp_path)
+    path = "data/test-00000-of-00001.parquet"
+    truth = pq.read_table(answers / path).to_pylist()
+    target = truth[10]
+    corrupt = target["corrupt_ids"][0]
+    target["doc_claims"][corrupt] = target["answer"]  # a corrupt document asserting the true answer
+    pq.write_table(pa.Table.from_pylist(truth, schema=ANSWERS_SCHEMA), answers / path, row_group_size=64)
+    rebind(episodes, answers)
+    examples = validate(episodes, answers=answers)["violation_examples"]
+    assert examples == {"corrupt_claims_false": [target["episode_id"]]}
+
+    pq.write_table(joined(episodes, answers, path), episodes / path, row_group_size=64)  # ground truth published
+    rebind(episodes, answers)
+    examples = validate(episodes, answers=answers)["violation_examples"]
+    assert examples["hidden_columns_unpublished"] == [
+        f"{path}: split test is hidden but the file has columns {list(HIDDEN_COLUMNS)}"
+    ]
+
+    (answers / path).unlink()
+    examples = validate(episodes, answers=answers)["violation_examples"]
+    assert f"answers/{path}: missing" in examples["answers_match"]
+    examples = validate(episodes)["violation_examples"]
+    assert examples["answers_match"] == ["answers/manifest.json: missing (splits ['test'] are hidden)"]
+
+
+def test_stage_writes_the_answers_beside_the_episodes_and_validate_reads_them(facts_dir, tmp_path):
+    params = {"seed": SEED, "episodes": HIDDEN.model_dump()}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    main(tmp_path / "params.yaml", facts_dir, tmp_path / "data" / "episodes")
+    assert (tmp_path / "data" / "answers" / MANIFEST_NAME).is_file()
+    (tmp_path / "data" / "facts").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.validate"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads((tmp_path / "data" / "metrics" / "dataset.json").read_text())
+    assert metrics["episodes"]["test"] == HIDDEN.test and set(metrics["violations"].values()) == {0}
+
+
+def test_card_says_the_test_split_is_hidden_and_how_to_score_it(hidden_build):
+    text = (hidden_build[0] / CARD_NAME).read_text()
+    meta = yaml.safe_load(text.split("---\n")[1])
+    assert meta["configs"] == [
+        {
+            "config_name": "default",
+            "data_files": [{"split": s, "path": f"data/{s}-*"} for s in ("train", "validation")],
+        },
+        {"config_name": "hidden_test", "data_files": [{"split": "test", "path": "data/test-*"}]},
+    ]
+    assert "| test (hidden) | 300 | 1,500 - 1,799 | 1 |" in text
+    assert "## Hidden split: test" in text and "kept by the server" in text and "POST /score" in text
+    assert 'load_dataset(REPO, "hidden_test", split="test")' in text
+    assert "data/answers" not in text and "answers folder" not in text  # the ground truth has no public address
+
+
+def test_datasets_reads_every_split_plain_and_streaming(hidden_build, tmp_path):
+    episodes = str(hidden_build[0])
+    loaded = load_dataset(episodes, cache_dir=str(tmp_path / "cache"))
+    hidden = load_dataset(episodes, "hidden_test", cache_dir=str(tmp_path / "cache"))
+    assert {split: loaded[split].num_rows for split in loaded} == {"train": 1200, "validation": 300}
+    assert loaded["train"].column_names == EPISODE_SCHEMA.names
+    assert list(hidden) == ["test"] and hidden["test"].column_names == list(VISIBLE_COLUMNS)
+    assert hidden["test"]["episode_id"] == list(range(1500, 1800))
+    streamed = {**load_dataset(episodes, streaming=True), **load_dataset(episodes, "hidden_test", streaming=True)}
+    assert sorted(streamed) == sorted(SPLITS)
+    assert {split: sum(1 for _ in streamed[split]) for split in SPLITS} == SMALL_EPISODES.counts()
+    assert set(next(iter(streamed["test"]))) == set(VISIBLE_COLUMNS)
+
+
+def test_training_refuses_to_stream_the_hidden_split_naming_the_missing_columns(hidden_build):
+    with pytest.raises(ValueError, match=r"split 'test' of .* is hidden: its files lack the columns \['fact_id'"):
+        stream_episodes(str(hidden_build[0]), "test")
+    row = next(iter(stream_episodes(str(hidden_build[0]), "validation")))
+    assert row["episode_id"] == 1200 and row["answer"]
+
+
+def test_publish_pushes_the_episodes_and_never_the_answers(hidden_build, tmp_path):
+    project = make_project(tmp_path, hidden_build[0])
+    shutil.copytree(hidden_build[1], project / "data" / "answers")
+    with hub_standin(token=TOKEN) as hub:
+        result = run_publish(project, hub.endpoint)
+        assert result.returncode == 0, result.stderr
+        remote = remote_dataset(hub, "v1")
+    local = {
+        p.relative_to(hidden_build[0]).as_posix(): p.read_bytes() for p in hidden_build[0].rglob("*") if p.is_file()
+    }
+    assert remote == local
+    truth = {p.read_bytes() for p in hidden_build[1].rglob("*") if p.is_file()}
+    assert not truth & set(remote.values())
+    test_file = tmp_path / "remote-test.parquet"
+    test_file.write_bytes(remote["data/test-00000-of-00001.parquet"])
+    assert not set(HIDDEN_COLUMNS) & set(pq.read_schema(test_file).names)
+
+
+def test_publish_refuses_a_hidden_split_file_with_hidden_columns(hidden_build, tmp_path):
+    project = make_project(tmp_path, hidden_build[0])
+    episodes = project / "data" / "episodes"
+    path = "data/test-00000-of-00001.parquet"
+    pq.write_table(joined(episodes, hidden_build[1], path), episodes / path)
+    with hub_standin(token=TOKEN) as hub:
+        result = run_publish(project, hub.endpoint)
+        assert result.returncode == 1
+        with pytest.raises(HubError, match="Repository not found"):  # refused before anything was created
+            hub.files(REPO)
+    assert f"refusing to publish the ground truth of a hidden split: {path}: split test is hidden" in result.stderr
