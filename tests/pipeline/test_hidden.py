@@ -62,6 +62,14 @@ def test_hidden_test_changes_the_params_hash():
     assert EpisodesParams.model_validate(SMALL_EPISODES.model_dump()).hidden_test is False
 
 
+def test_a_manifest_written_before_hidden_splits_still_loads(dataset_dir):
+    old = json.loads((dataset_dir / MANIFEST_NAME).read_text())
+    for key in ("hidden_splits", "answers_sha256"):
+        old.pop(key)
+    manifest = Manifest.model_validate(old)
+    assert manifest.hidden_splits == [] and manifest.answers_sha256 is None
+
+
 def test_published_test_files_carry_no_hidden_column(hidden_build):
     episodes, answers = hidden_build
     manifest, kept = manifests(episodes, answers)

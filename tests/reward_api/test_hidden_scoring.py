@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pyarrow.parquet as pq
 import pytest
+from openenv.core import GenericEnvClient
 
 from pipeline.schema import HIDDEN_COLUMNS, VISIBLE_COLUMNS
 from reward_api.game import Move, play
@@ -128,6 +129,15 @@ def test_without_answers_the_test_split_plays_but_any_scoring_is_a_403(without_a
         assert SEALED in reply.json()["detail"] and "--answers" in reply.json()["detail"]
     assert without_answers.post("/score", json={**sub, "episode_id": 1200}).status_code == 200  # validation
     assert without_answers.post("/reset", json={"seed": 3, "split": "test"}).json()["observation"]["split"] == "test"
+
+
+def test_without_answers_a_websocket_game_is_refused_at_the_submission_only(without_answers, truth):
+    with GenericEnvClient(base_url=str(without_answers.base_url)).sync() as env:
+        assert env.reset(episode_id=sorted(truth)[0]).observation["split"] == "test"
+        assert not env.step({"action_type": "flag_suspicious", "doc_id": 1}).done
+        with pytest.raises(RuntimeError, match=SEALED):
+            env.step({"action_type": "submit_answer", "answer": "a", "confidence": 0.2})
+        assert env.state()["flagged_ids"] == [1]  # the session goes on
 
 
 @pytest.mark.parametrize("server", ["with_answers", "without_answers"])
