@@ -54,6 +54,7 @@ def write_charts(results: dict[str, dict], out: Path) -> list[Path]:
     ]
     ax.bar(names, means, yerr=errs, capsize=4, color=[f"C{i}" for i in range(len(names))])
     ax.set(ylabel="mean reward (95% CI)", title="Reward by agent")
+    ax.tick_params(axis="x", labelsize=8, rotation=20)
     fig.savefig(paths[0], dpi=120, bbox_inches="tight")
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(5, 5))
@@ -75,7 +76,7 @@ def write_charts(results: dict[str, dict], out: Path) -> list[Path]:
         ax.bar(xs, [results[name]["flags"][k]["recall"] for k in kinds], width, label=name, color=f"C{i}")
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(kinds))], kinds)
     ax.set(ylabel="flag recall", ylim=(0, 1.05), title="Corrupt documents flagged, by corruption kind")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
     fig.savefig(paths[2], dpi=120, bbox_inches="tight")
     plt.close(fig)
     if all("actions" in r for r in results.values()):
@@ -99,8 +100,8 @@ def write_actions(results: dict[str, dict], path: Path) -> Path:
         values = [results[n]["actions"][end] for n in names]
         right.bar(names, values, bottom=bottom, label=end.removesuffix("_rate").replace("_", " "), color=f"C{i + 4}")
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    right.set(ylabel="share of episodes", ylim=(0, 1.05), title="How episodes ended")
-    right.legend(fontsize=8)
+    right.set(ylabel="share of episodes", ylim=(0, 1.25), title="How episodes ended")
+    right.legend(fontsize=8, loc="upper center", ncols=3)
     for ax in (left, right):
         ax.tick_params(axis="x", labelsize=7, rotation=20)
     fig.savefig(path, dpi=120, bbox_inches="tight")
