@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,7 @@ from pipeline.schema import (
 )
 from pipeline.validate import validate
 from pipeline.writer import MANIFEST_NAME, file_sha256, write_manifest
+from reward_api.store import EpisodeStore, StoreError
 from tests.conftest import SEED, SMALL_EPISODES
 from tests.hiddenbuild import HIDDEN, build_hidden
 from tests.hubstandin import HubError, hub_standin
@@ -215,6 +217,46 @@ def test_stage_writes_the_answers_beside_the_episodes_and_validate_reads_them(fa
     assert done.returncode == 0, done.stderr
     metrics = json.loads((tmp_path / "data" / "metrics" / "dataset.json").read_text())
     assert metrics["episodes"]["test"] == HIDDEN.test and set(metrics["violations"].values()) == {0}
+
+
+# Prepended to the stage: SIGKILL at the moment the old episodes folder would be moved aside, when the new answers
+# folder is already in place: the one instant at which the two folders belong to different builds.
+KILL_BETWEEN_FOLDERS = """
+import os, signal
+_replace = os.replace
+def _killing_replace(src, dst):
+    if str(dst).endswith(".episodes.old"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    _replace(src, dst)
+os.replace = _killing_replace
+from pathlib import Path
+from pipeline.episodes import main
+main(Path("params.yaml"), Path("data/facts"), Path("data/episodes"))
+"""
+
+
+def test_a_build_killed_between_its_two_folders_is_refused_then_reruns_identically(hidden_build, facts_dir, tmp_path):
+    data = tmp_path / "data"
+    episodes, answers = data / "episodes", data / "answers"
+    build_episodes(facts_dir, episodes, HIDDEN, SEED + 1, answers_dir=answers)  # the previous build
+    (data / "facts").symlink_to(facts_dir, target_is_directory=True)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": HIDDEN.model_dump()}))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    command = [sys.executable, "-c", KILL_BETWEEN_FOLDERS]
+    killed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+
+    assert manifests(episodes, answers)[1].params_hash != manifests(episodes, answers)[0].params_hash
+    with pytest.raises(StoreError, match="answers of another build"):
+        EpisodeStore(episodes, answers=answers, preload_keys=False)
+    assert validate(episodes, answers=answers)["violation_examples"]["answers_match"] == [
+        "answers/manifest.json: another build's (params_hash or sha256 differs from manifest.json)"
+    ]
+
+    main(tmp_path / "params.yaml", data / "facts", episodes)
+    assert snapshot(episodes, answers) == snapshot(*hidden_build)
+    assert sorted(p.name for p in data.iterdir()) == ["answers", "episodes", "facts"]
+    EpisodeStore(episodes, answers=answers, preload_keys=False)
 
 
 def test_card_says_the_test_split_is_hidden_and_how_to_score_it(hidden_build):
