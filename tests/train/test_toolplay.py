@@ -114,3 +114,20 @@ def test_the_tiny_model_plays_and_is_scored_by_the_game(tiny_model, episode_rows
     for rollout, row in zip(rollouts, rows, strict=True):
         assert 1 <= rollout.turns <= 4
         assert rollout.breakdown == replay(row, rollout.moves)
+
+
+def test_malformed_replies_never_stop_the_evaluation(tokenizer, episode_rows):
+    """Broken JSON is text, not a call; a call whose arguments are not an object fails like any refused call."""
+    replies = [
+        '<tool_call>\n{"name": "read_doc", "arguments": "3"}\n</tool_call>',
+        '<tool_call>\n{"name": "read_doc", "arguments": {"doc_id": 2, "why": 1}}\n</tool_call>',
+        '<tool_call>\n{"name": "flag_suspicious", "arguments": {"doc_id": 2}\n</tool_call>',
+    ]
+
+    def agent(rows, contexts, turn, max_new_tokens):
+        return [tokenizer(replies[turn] + tokenizer.eos_token, add_special_tokens=False)["input_ids"] for _ in rows]
+
+    row = episode_rows[1]
+    (rollout,) = play(agent, tokenizer, [row], 4096, 12)
+    assert rollout.moves == () and rollout.turns == 3 and rollout.tool_calls == rollout.failed_calls == 2
+    assert rollout.breakdown == score_key("", set(), 0.0, 0, _key(row))
