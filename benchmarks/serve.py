@@ -7,7 +7,12 @@ run bounded by --seconds. Measured, each against the floor on the same machine w
 GET /episodes/{random id} over the whole dataset and POST /score of a one-shot submission for a random id;
 then the server's RSS after the load, /score/batch scores per server CPU-second (batches of 1,024, GRPO
 groups of 8 per episode), in-process scoring per CPU-second, and start-up to healthy. The floor is
-`python benchmarks/serve.py floor --port P`: the same routes answering a constant, same uvicorn settings.
+`python benchmarks/serve.py floor --port P`: the same routes answering a constant, same uvicorn settings;
+each route is measured on the floor and then at once on the server.
+
+The server builds its agent-views cache (reward_api.views) in a fresh folder (--view-cache, default a temporary
+one): the load waits until the server holds every shard's views file, and the build's seconds and bytes are
+reported; a second start on the built cache gives start-up and time to views ready on a warm restart.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from reward_api.localserver import Served, free_port, local_server, wait_healthy  # noqa: E402
+from reward_api.store import read_manifest  # noqa: E402
+from reward_api.views import CACHE_ENV, cache_folder  # noqa: E402
 
 CONNECTIONS, THREADS = 8, 2
 BATCH, GROUP = 1024, 8
@@ -124,6 +131,42 @@ def rss_mb(pid: int) -> dict:
     return {key: round(int(status[key].split()[0]) / 1024, 1) for key in ("VmRSS", "VmHWM")}
 
 
+def open_views(pid: int) -> int:
+    """How many views files the server process holds open: each is opened once checked, before it is served."""
+    count = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            count += os.readlink(fd).endswith(".views")
+        except OSError:
+            continue
+    return count
+
+
+def wait_views(served: Served, shards: int, timeout: float = 900) -> float:
+    """Seconds until the server serves every shard from its views cache."""
+    start = time.monotonic()
+    while open_views(served.pid) < shards:
+        if time.monotonic() - start > timeout:
+            raise RuntimeError(f"the server did not open its {shards} views files in {timeout:.0f} s")
+        time.sleep(0.1)
+    return time.monotonic() - start
+
+
+@contextmanager
+def view_cache(base: Path | None):
+    """Point the servers started inside at `base` (a fresh temporary folder when None) for their views cache."""
+    before = os.environ.get(CACHE_ENV)
+    with tempfile.TemporaryDirectory(prefix="views-") as temporary:
+        os.environ[CACHE_ENV] = str(base or temporary)
+        try:
+            yield Path(os.environ[CACHE_ENV])
+        finally:
+            if before is None:
+                os.environ.pop(CACHE_ENV)
+            else:
+                os.environ[CACHE_ENV] = before
+
+
 def batch_rate(served: Served, last_id: int, batches: int) -> dict:
     """Scores per server CPU-second over /score/batch (the client's own work is not counted)."""
     rng = random.Random(0)
@@ -164,18 +207,33 @@ def inprocess_rate(data: Path, last_id: int, scores: int) -> dict:
     return {"scores": scores, "cpu_s": round(cpu, 3), "per_core": round(scores / cpu)}
 
 
-def measure(data: Path, seconds: float, batches: int, inproc: int) -> dict:
-    manifest = json.loads((data / "manifest.json").read_text())
-    last_id = sum(s["num_rows"] for s in manifest["shards"]) - 1
+def measure(data: Path, seconds: float, batches: int, inproc: int, cache: Path | None = None) -> dict:
+    shards = read_manifest(data).shards
+    last_id = sum(s.num_rows for s in shards) - 1
     results: dict = {"episodes": last_id + 1, "connections": CONNECTIONS, "seconds": seconds, "cores": os.cpu_count()}
-    results["load_avg_before"] = round(os.getloadavg()[0], 2)  # a shared machine's other work skews every figure
-    with floor_server() as floor:
-        results["floor"] = {route: wrk(floor.url, route, last_id, seconds) for route in LUA}
-    with local_server(data) as served:
-        results["startup_s"] = round(served.startup_s, 2)
-        results["server"] = {route: wrk(served.url, route, last_id, seconds) for route in LUA}
-        results["batch"] = batch_rate(served, last_id, batches)
-        results["rss_mb"] = rss_mb(served.pid)
+    with view_cache(cache) as base:
+        with local_server(data) as served, floor_server() as floor:
+            results["startup_s"] = round(served.startup_s, 2)
+            build_s = wait_views(served, len(shards))
+            size = sum(path.stat().st_size for path in cache_folder(shards, base).glob("*.views"))
+            results["views"] = {
+                "shards": len(shards),
+                "build_s": round(build_s, 1),  # from healthy to every shard served from the cache
+                "build_s_per_1m": round(build_s * 1e6 / (last_id + 1), 1),
+                "mb": round(size / 2**20, 1),
+                "bytes_per_episode": round(size / (last_id + 1), 1),
+            }
+            # Each route on the floor, then at once on the server: a shared machine's load drifts within minutes.
+            results["load_avg_before"] = round(os.getloadavg()[0], 2)
+            results["floor"], results["server"] = {}, {}
+            for route in LUA:
+                results["floor"][route] = wrk(floor.url, route, last_id, seconds)
+                results["server"][route] = wrk(served.url, route, last_id, seconds)
+            results["batch"] = batch_rate(served, last_id, batches)
+            results["rss_mb"] = rss_mb(served.pid)
+        with local_server(data) as served:  # a restart finds the cache built: it only checks and opens the files
+            results["views"]["restart_startup_s"] = round(served.startup_s, 2)
+            results["views"]["restart_ready_s"] = round(wait_views(served, len(shards)), 1)
     results["inprocess"] = inprocess_rate(data, last_id, inproc)
     results["load_avg_after"] = round(os.getloadavg()[0], 2)
     results["ratios"] = {
@@ -233,6 +291,15 @@ def verdicts(r: dict) -> list[tuple[str, str, str, bool]]:
         )
     )
     rows.append(("start-up to healthy s", f"{r['startup_s']}", "<= 5", r["startup_s"] <= 5))
+    views = r["views"]
+    rows.append(
+        (
+            "views cache: build s, MB (B/episode)",
+            f"{views['build_s']}, {views['mb']} ({views['bytes_per_episode']})",
+            "built in the background",
+            True,
+        )
+    )
     return rows
 
 
@@ -250,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=30, help="/score/batch requests of 1,024")
     parser.add_argument("--inprocess", type=int, default=300_000, help="in-process scores")
     parser.add_argument("--port", type=int, help="floor mode: the port to serve on")
+    parser.add_argument("--view-cache", type=Path, help="views cache folder (default: a fresh temporary one)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "serve.json")
     args = parser.parse_args(argv)
     if args.mode == "floor":
@@ -261,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("wrk not found: apt-get install wrk")
     if not (args.data / "manifest.json").is_file():
         raise SystemExit(f"{args.data}: no dataset folder; build it with `dvc repro`")
-    results = measure(args.data, args.seconds, args.batches, args.inprocess)
+    results = measure(args.data, args.seconds, args.batches, args.inprocess, args.view_cache)
     rows = verdicts(results)
     results["targets_met"] = {name: ok for name, _, _, ok in rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
