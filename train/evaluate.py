@@ -109,17 +109,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tool-calling-iterations", type=int, default=12, help="tools: rounds of tool calls")
     parser.add_argument("--tokenizer", help="tools: tokenizer the baselines write their tool calls with")
     parser.add_argument("--out", type=Path, default=Path("reports/eval"))
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a shared machine)")
     args = parser.parse_args(argv)
     if args.max_new_tokens is None:
         args.max_new_tokens = 96 if args.mode == "oneshot" else 512
-    for option in ("limit", "max_new_tokens", "max_tool_calling_iterations"):
+    for option in ("limit", "max_new_tokens", "max_tool_calling_iterations", "threads"):
         if getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be >= 1, got {getattr(args, option)}")
     models = args.model + (demo_models(args.demo) if args.demo else [])
     if args.mode == "tools" and args.agents and not (args.tokenizer or models):
         parser.error("--mode tools: baselines write tool calls with a tokenizer: give --tokenizer, --model or --demo")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    import torch
+
     from train.plots import write_charts
+
+    torch.set_num_threads(args.threads)
 
     rows = take_rows(args.data, args.split, args.limit, args.revision)
     results = run_agents(args, rows, models)

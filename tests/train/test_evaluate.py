@@ -108,13 +108,14 @@ def demo_folder(tmp_path, tiny_model):
 
 
 def test_command_evaluates_the_demo_checkpoints_in_both_modes(tmp_path, episodes_dir, demo_folder):
-    common = ["--data", str(episodes_dir), "--limit", "3", "--demo", str(demo_folder)]
-    assert main([*common, "--agents", "majority", "--max-new-tokens", "4", "--out", str(tmp_path / "one")]) == 0
-    assert main([*common, "--mode", "tools", "--max-new-tokens", "300", "--out", str(tmp_path / "tools")]) == 0
+    common = ["--data", str(episodes_dir), "--limit", "2", "--demo", str(demo_folder), "--agents", "majority"]
+    assert main([*common, "--max-new-tokens", "4", "--out", str(tmp_path / "one")]) == 0
+    tools_argv = ["oracle", "--mode", "tools", "--max-new-tokens", "300", "--out", str(tmp_path / "tools")]
+    assert main([*common, *tools_argv]) == 0
     one = json.loads((tmp_path / "one" / "comparison.json").read_text())
     assert [r["agent"] for r in one["rows"]] == ["majority", "tiny SFT", "tiny SFT+GRPO"]
     tools = json.loads((tmp_path / "tools" / "eval.json").read_text())
-    assert tools["mode"] == "tools" and list(tools["agents"]) == [*BASELINES, "tiny SFT", "tiny SFT+GRPO"]
+    assert tools["mode"] == "tools" and list(tools["agents"]) == ["majority", "oracle", "tiny SFT", "tiny SFT+GRPO"]
     assert tools["agents"]["oracle"]["accuracy"] == 1.0
     assert tools["agents"]["oracle"]["actions"]["actions_per_episode"] > 1
     assert "actions / episode" in (tmp_path / "tools" / "comparison.md").read_text()
