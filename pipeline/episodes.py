@@ -310,15 +310,24 @@ def _split_facts(split: str) -> SplitFacts:
     return _WORKER[split]
 
 
-def _write(
-    plan: ShardPlan, root: Path, row_group_rows: int, hidden: tuple[str, ...], answers: Path | None
-) -> ShardInfo:
+def _shard_table(plan: ShardPlan) -> pa.Table:
     ctx = _split_facts(plan.split)
     ids = np.arange(plan.first_id, plan.first_id + plan.num_rows, dtype=np.int64)
     chunks = [generate(ctx, _WORKER["seed"], ids[i : i + CHUNK_ROWS]) for i in range(0, len(ids), CHUNK_ROWS)]
-    if plan.split in hidden:
-        return write_hidden_shard(pa.concat_tables(chunks), root, answers, plan, row_group_rows)
-    return write_shard(pa.concat_tables(chunks), root, plan, row_group_rows)
+    return pa.concat_tables(chunks)
+
+
+def _write(plan: ShardPlan, root: Path, row_group_rows: int) -> ShardInfo:
+    return write_shard(_shard_table(plan), root, plan, row_group_rows)
+
+
+def _write_hiding(
+    plan: ShardPlan, root: Path, row_group_rows: int, hidden: tuple[str, ...], answers: Path
+) -> ShardInfo:
+    """A shard of a build with hidden splits: theirs are split into published columns and answers."""
+    if plan.split not in hidden:
+        return _write(plan, root, row_group_rows)
+    return write_hidden_shard(_shard_table(plan), root, answers, plan, row_group_rows)
 
 
 def facts_sha256(facts_dir: Path) -> str:
@@ -354,7 +363,12 @@ def build_episodes(
     facts_path = Path(facts_dir) / FACTS_FILE
     digest = params_hash(seed, params.content(), facts_hash)
     with staging(Path(out_dir)) as root, _answers_staging(answers_dir) as answers:
-        write = partial(_write, root=root, row_group_rows=params.row_group_rows, hidden=tuple(hidden), answers=answers)
+        args = {"root": root, "row_group_rows": params.row_group_rows}
+        write = (
+            partial(_write_hiding, **args, hidden=tuple(hidden), answers=answers)
+            if hidden
+            else partial(_write, **args)
+        )
         if params.engine == "ray":
             facts = (pq.read_table(facts_path), seed)
             infos = engines.run_ray(plans, write, _install, facts, params.ray_address, params.workers, progress)
