@@ -28,7 +28,7 @@ build: $(VENV)/.core
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
 
 serve: $(VENV)/.core
-	$(BIN)/python -m reward_api --data data/episodes --host $(HOST) --port $(PORT)
+	$(BIN)/python -m reward_api --data data/episodes --answers data/answers --host $(HOST) --port $(PORT)
 
 run: build serve
 

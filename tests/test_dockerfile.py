@@ -35,6 +35,7 @@ OPTIONAL_DISTS = {"brotli", "sniffio", "cloudpickle"}
 LOADED_SCRIPT = """
 import json, sys
 from pathlib import Path
+sys.modules["pandas"] = None  # as in the image: pyarrow imports pandas only when it is installed
 from reward_api.__main__ import skip_web_ui
 skip_web_ui()  # as `python -m reward_api` does before building the app
 import reward_api.__main__, reward_api.source
@@ -45,6 +46,7 @@ from reward_api.tokens import TokenSigner
 from importlib.metadata import packages_distributions
 store = EpisodeStore(Path(sys.argv[1]))
 build_app(Backend(store, TokenSigner(b"k", store.manifest.params_hash)))
+store.ids_of("validation", "easy"), store.view(0)  # what /tasks measures in its thread, and /episodes reads
 import huggingface_hub  # what reward_api.source imports when given a repo id
 owners = packages_distributions()
 modules = [(name, getattr(m, "__file__", None)) for name, m in list(sys.modules.items()) if m is not None]
