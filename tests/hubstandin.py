@@ -36,7 +36,10 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from huggingface_hub import HfApi
 
 TIMESTAMP = "2026-01-01T00:00:00.000Z"
 GITATTRIBUTES = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"
@@ -364,3 +367,13 @@ def hub_standin(token: str | None = None) -> Iterator[HubStandin]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def publish(hub: HubStandin, folder: Path, repo_id: str, tag: str | None = "v1", private: bool = False) -> HfApi:
+    """Push `folder` to a new dataset repo of the stand-in as a user would (huggingface_hub), tagged when asked."""
+    api = HfApi(endpoint=hub.endpoint, token=hub.token)
+    api.create_repo(repo_id, repo_type="dataset", private=private)
+    api.upload_folder(folder_path=folder, repo_id=repo_id, repo_type="dataset")
+    if tag:
+        api.create_tag(repo_id, tag=tag, repo_type="dataset")
+    return api

@@ -12,12 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from huggingface_hub import HfApi
 
 from reward_api.app import create_app
 from reward_api.localserver import free_port, wait_healthy
 from reward_api.store import StoreError
-from tests.hubstandin import hub_standin
+from tests.hubstandin import hub_standin, publish
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,10 +48,7 @@ def test_uvicorn_factory_serves_the_folder_in_the_environment(served_dir):
 def test_uvicorn_factory_serves_a_hub_repo_at_a_revision(served_dir, tmp_path):
     """The HF Space path: CONTEXTCORRUPTION_DATA is a repo id, CONTEXTCORRUPTION_REVISION a tag."""
     with hub_standin(token="hf_t") as hub:
-        api = HfApi(endpoint=hub.endpoint, token="hf_t")
-        api.create_repo("acme/cc", repo_type="dataset")
-        api.upload_folder(folder_path=served_dir, repo_id="acme/cc", repo_type="dataset")
-        api.create_tag("acme/cc", tag="v1", repo_type="dataset")
+        api = publish(hub, served_dir, "acme/cc")
         manifest = json.loads((served_dir / "manifest.json").read_text())
         newer = json.dumps({**manifest, "params_hash": "0" * 64}).encode()  # main moves on; v1 must not
         api.upload_file(path_or_fileobj=newer, path_in_repo="manifest.json", repo_id="acme/cc", repo_type="dataset")

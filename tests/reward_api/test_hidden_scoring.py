@@ -15,7 +15,6 @@ from pathlib import Path
 import httpx
 import pyarrow.parquet as pq
 import pytest
-from huggingface_hub import HfApi
 from openenv.core import GenericEnvClient
 
 from pipeline.schema import HIDDEN_COLUMNS, VISIBLE_COLUMNS
@@ -25,7 +24,7 @@ from reward_api.localserver import free_port, local_server
 from reward_api.scoring import score_submission_key
 from reward_api.store import EpisodeStore, StoreError
 from tests.hiddenbuild import build_hidden
-from tests.hubstandin import hub_standin
+from tests.hubstandin import hub_standin, publish
 from tests.reward_api.conftest import truth_key
 from tests.reward_api.test_bad_input import _keys
 
@@ -231,9 +230,7 @@ def test_python_m_reward_api_exits_2_naming_a_broken_answers_file(hidden_served,
 def test_answers_from_a_private_hub_repo_are_downloaded_at_start_up(hidden_served, truth, tmp_path, monkeypatch):
     episodes, answers = hidden_served
     with hub_standin(token="hf_t") as hub:
-        api = HfApi(endpoint=hub.endpoint, token="hf_t")
-        api.create_repo("acme/cc-answers", repo_type="dataset", private=True)
-        api.upload_folder(folder_path=answers, repo_id="acme/cc-answers", repo_type="dataset")
+        publish(hub, answers, "acme/cc-answers", tag=None, private=True)
         for name, value in {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_TOKEN": "hf_t"}.items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("HF_HUB_OFFLINE", "0")

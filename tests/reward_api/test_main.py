@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 
 import httpx
-from huggingface_hub import HfApi
 
 from reward_api.localserver import free_port, wait_healthy
-from tests.hubstandin import hub_standin
+from tests.hubstandin import hub_standin, publish
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,10 +70,7 @@ def test_a_bad_setting_from_the_environment_exits_2_naming_it(served_dir):
 def test_serves_a_hub_repo_at_a_revision(served_dir, tmp_path):
     """The repo id + tag path of the entry point, against the loopback Hub stand-in."""
     with hub_standin(token="hf_t") as hub:
-        api = HfApi(endpoint=hub.endpoint, token="hf_t")
-        api.create_repo("acme/cc", repo_type="dataset")
-        api.upload_folder(folder_path=served_dir, repo_id="acme/cc", repo_type="dataset")
-        api.create_tag("acme/cc", tag="v1", repo_type="dataset")
+        publish(hub, served_dir, "acme/cc")
         port = free_port()
         env = {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}
         proc = _run("--data", "acme/cc", "--revision", "v1", "--port", str(port), **env)

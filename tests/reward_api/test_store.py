@@ -8,12 +8,11 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from huggingface_hub import HfApi
 
 from pipeline.schema import HIDDEN_COLUMNS, TASKS, VISIBLE_COLUMNS
 from reward_api.source import dataset_folder
 from reward_api.store import EpisodeNotFound, EpisodeStore, StoreError
-from tests.hubstandin import hub_standin
+from tests.hubstandin import hub_standin, publish
 from tests.reward_api.conftest import truth_key
 
 
@@ -124,10 +123,7 @@ def test_missing_or_invalid_manifest_is_refused(tmp_path):
 
 def test_hub_repo_id_and_revision_are_downloaded_and_served(served_dir, tmp_path, rows):
     with hub_standin(token="hf_t") as hub:
-        api = HfApi(endpoint=hub.endpoint, token="hf_t")
-        api.create_repo("acme/cc", repo_type="dataset")
-        api.upload_folder(folder_path=served_dir, repo_id="acme/cc", repo_type="dataset")
-        api.create_tag("acme/cc", tag="v1", repo_type="dataset")
+        publish(hub, served_dir, "acme/cc")
         folder = dataset_folder("acme/cc", "v1", endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
         with pytest.raises(StoreError, match="acme/missing@v1: Hub download failed"):
             dataset_folder("acme/missing", "v1", endpoint=hub.endpoint, cache_dir=tmp_path / "cache")

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 from accelerate.data_loader import prepare_data_loader
-from huggingface_hub import HfApi
 from torch.utils.data import DataLoader
 
-from tests.hubstandin import hub_standin
+from tests.hubstandin import hub_standin, publish
 from train.data import grpo_rows, head, stream_episodes
 from train.evaluate import take_rows
 from train.prompts import ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT
@@ -64,10 +63,7 @@ def test_streams_a_hub_repo_by_id_and_revision(tmp_path, episodes_dir, episode_r
     """Published with huggingface_hub to a loopback Hub stand-in, then streamed by repo id and tag."""
     token, repo = "hf_train_test", "org/episodes"
     with hub_standin(token=token) as hub:
-        api = HfApi(endpoint=hub.endpoint, token=token)
-        api.create_repo(repo, repo_type="dataset", private=True)
-        api.upload_folder(repo_id=repo, repo_type="dataset", folder_path=episodes_dir)
-        api.create_tag(repo, repo_type="dataset", tag="v1")
+        publish(hub, episodes_dir, repo, private=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
         env |= {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_TOKEN": token}
         code = (
