@@ -18,6 +18,7 @@ from pipeline.schema import VISIBLE_COLUMNS
 from reward_api.localserver import local_server
 from reward_api.store import EpisodeNotFound, EpisodeStore
 from reward_api.views import CACHE_ENV, FOOTER, ShardViews, ViewCache, ViewCacheError, cache_folder, write_views
+from tests.hiddenbuild import build_hidden
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +55,21 @@ def test_every_cached_body_is_the_store_paths_bytes_and_only_visible_columns(sto
         assert all(list(doc) == ["doc_id", "title", "content"] for doc in view["documents"])
     with pytest.raises(EpisodeNotFound):
         cache.body(store.num_episodes)
+
+
+def test_a_hidden_split_published_without_its_hidden_columns_is_cached_alike(tmp_path_factory, facts_dir, tmp_path):
+    episodes, _answers = build_hidden(tmp_path_factory.mktemp("hidden"), facts_dir)
+    store = EpisodeStore(episodes, preload_keys=False)
+    hidden = [index for index, info in enumerate(store.shards) if info.split in store.manifest.hidden_splits]
+    cache = ViewCache(store, tmp_path)
+    try:
+        assert hidden and cache.ensure() == list(range(len(store.shards)))
+        for index in hidden:
+            info = store.shards[index]
+            for episode_id in range(info.first_id, info.first_id + info.num_rows):
+                assert cache.body(episode_id) == slow_body(store, episode_id), episode_id
+    finally:
+        cache.close()
 
 
 def test_a_built_cache_is_reused_by_the_next_server(store, cache, tmp_path):
@@ -211,6 +227,7 @@ def test_a_shard_too_small_for_a_dictionary_round_trips(tmp_path):
     path = tmp_path / "tiny.views"
     out = io.BytesIO()
     assert write_views(bodies, out) == 3
+    assert FOOTER.unpack(out.getvalue()[-FOOTER.size :])[2] == 0  # no dictionary: frames compressed alone
     path.write_bytes(out.getvalue())
     views = ShardViews(path, 3)
     try:
