@@ -25,8 +25,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.schema import CORRUPTION_LEVELS, TASKS
-
 CONTRAST = 0  # the one framing, for every kind: an authority's claim set against a denied value
 
 # --- Wording. Every template family used for several picks per document has a prime size (see distinct()).
@@ -384,23 +382,6 @@ def framing(levels: np.ndarray, u: np.ndarray) -> np.ndarray:
 
     One framing for all kinds: the wording never depends on the kind."""
     return np.full(len(levels), CONTRAST, dtype=np.int64)
-
-
-def _substitute_share() -> float:
-    """Share of corrupt documents (uniform tasks) that assert a substitute: entity and inversion documents.
-
-    Every document denies a value. An inversion denies the truth while asserting a substitute (another true answer
-    of the relation), an entity document asserts a substitute while denying a near miss of the truth: the two
-    values are unrelated. Number and coherent documents assert and deny two near misses. Clean documents deny a
-    substitute (drawn as an inversion draws its value) at this rate and a near miss otherwise, so over all
-    documents the gap between the denied and the asserted value says nothing about corruption.
-    """
-    share = np.array([len(TASKS) - level for level in range(len(CORRUPTION_LEVELS))], dtype=np.float64)
-    return float(sum(share[CORRUPTION_LEVELS.index(kind)] for kind in ("entity", "inversion")) / share.sum())
-
-
-SUBSTITUTE_DECOY_RATE = _substitute_share()
-TRANSPOSED_DECOY_RATE = SUBSTITUTE_DECOY_RATE  # the former name, still read by pipeline/episodes.py
 
 
 _FIELD = re.compile(r"\{(\w+)\}")

@@ -72,7 +72,6 @@ class Slot(IntEnum):
     DECOY_PICK = 7  # sub: round * NUM_DOCS + document
     DECOY_SHAPE = 8  # same subs as DECOY_PICK
     STYLE = 9  # sub: document * STYLE_WORDS + word
-    DECOY_KIND = 10  # sub: document
 
 
 STYLE_WORDS = -(-len(documents.U) // 4)  # four 16-bit draws per 64-bit word
@@ -200,7 +199,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
     )
     u = _units(style.reshape(NUM_DOCS, STYLE_WORDS, n).transpose(2, 0, 1), 4).reshape(n * NUM_DOCS, -1)
     framing = documents.framing(level, u[:, documents.U.FRAMING])
-    decoy = _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim_key)
+    decoy = _decoys(ctx, seed, ids, fact, episode, doc, level, answer, claim_key)
     title, content = documents.render(
         documents.Batch(
             subject=frame["subject"].gather(episode),
@@ -218,21 +217,15 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
     return _table(ctx, ids, k, fact, corrupt, applied, title, content, claim)
 
 
-def _decoys(ctx, seed, ids, fact, episode, doc, level, framing, answer, claim_key) -> pl.Series:
-    """The value a contrast framing denies: the truth in an inversion, else a wrong value unlike the claim.
-
-    Clean documents deny an inversion-kind value (drawn as inversions draw theirs) at documents.TRANSPOSED_DECOY_RATE.
+def _decoys(ctx, seed, ids, fact, episode, doc, level, answer, claim_key) -> pl.Series:
+    """The value a document denies: the truth in an inversion, else a wrong value drawn as an inversion draws its
+    claim (a substitute, or a near miss in a small relation), so the gap between the two values is no corruption cue.
     """
-    rows = np.flatnonzero((framing == documents.CONTRAST) & (level != corruption.INVERSION))
-    u = np.empty(len(rows))
-    for d in range(NUM_DOCS):
-        at = doc[rows] == d
-        u[at] = _units(bits(seed, ids[episode[rows[at]]], Slot.DECOY_KIND, d), 1)[:, 0]
-    transposed = (level[rows] == 0) & (u < documents.TRANSPOSED_DECOY_RATE)
+    rows = np.flatnonzero(level != corruption.INVERSION)
     values, _, _ = corruption.resolve(
         ctx.truths,
         fact[episode[rows]],
-        np.where(transposed, corruption.INVERSION, corruption.NUMBER),
+        np.full(len(rows), corruption.INVERSION),
         lambda items, round_: _claim_draws(
             seed, ids[episode[rows[items]]], doc[rows[items]] + round_ * NUM_DOCS, _DECOY
         ),
