@@ -177,8 +177,11 @@ def _example(kind: str, row: dict) -> str:
     )
 
 
-def render_card(manifest: Manifest, tasks: Counter, sources: Counter, examples: dict[str, dict]) -> str:
-    """The whole card as text; `write_card` supplies the counts and examples read from the shards."""
+def render_card(
+    manifest: Manifest, tasks: Counter, sources: Counter, examples: dict[str, dict], audit: str = ""
+) -> str:
+    """The whole card as text; `write_card` supplies the counts and examples read from the shards, and the
+    generator's shortcut audit (a markdown section) when there is one."""
     licence = max((SOURCES.get(s, ("", "", "other"))[2] for s in sources), key=LICENCE_ORDER.index, default="other")
     total = sum(info.num_rows for info in manifest.splits.values())
     split_rows = [
@@ -271,7 +274,7 @@ agent_view = episodes["train"].select_columns([{visible}])
 `manifest.json` maps every id to its shard and row group (ids are contiguous per shard; row group =
 (id - shard first_id) // {manifest.row_group_rows}), so a server finds one episode by reading one row group.
 
-## Sources and licences
+{audit.strip() + chr(10) * 2 if audit.strip() else ""}## Sources and licences
 
 | source | facts | licence | episodes in this build |
 |---|---|---|---|
@@ -286,7 +289,7 @@ reward_version {manifest.reward_version}. Written with {versions}.
 """
 
 
-def write_card(root: Path, manifest: Manifest) -> None:
+def write_card(root: Path, manifest: Manifest, audit: str = "") -> None:
     """README.md in the dataset folder, from the manifest and the shards already written there."""
     tasks, sources, examples = _scan(Path(root), manifest)
-    write_text_atomic(Path(root) / CARD_NAME, render_card(manifest, tasks, sources, examples))
+    write_text_atomic(Path(root) / CARD_NAME, render_card(manifest, tasks, sources, examples, audit))

@@ -77,7 +77,9 @@ def test_dvc_repro_builds_every_stage_and_a_second_run_does_nothing(clone):
     assert sorted(path.relative_to(data / "episodes").as_posix() for path in data.glob("episodes/data/*")) == sorted(
         shard["path"] for shard in manifest["shards"]
     )
-    assert (data / "episodes" / "README.md").is_file()
+    # The card carries the generator's shortcut audit, the committed section benchmarks/audit.py wrote.
+    audit = (REPO / "benchmarks" / "results" / "audit.md").read_text().strip()
+    assert audit.startswith("## Shortcut audit") and audit in (data / "episodes" / "README.md").read_text()
     metrics = json.loads((data / "metrics" / "dataset.json").read_text())
     assert metrics["episodes"]["total"] == sum(SMALL_EPISODES.counts().values())
     assert set(metrics["violations"].values()) == {0}

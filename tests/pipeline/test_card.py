@@ -111,3 +111,17 @@ def test_card_of_the_pipeline_dataset(dataset_dir, tmp_path):
     assert {split: loaded[split].num_rows for split in SPLITS} == counts
     streamed = load_dataset(str(dataset_dir), streaming=True)
     assert {split: sum(1 for _ in streamed[split]) for split in SPLITS} == counts
+
+
+def test_an_audit_section_goes_before_the_sources(folder, tmp_path):
+    root = tmp_path / "episodes"
+    shutil.copytree(folder, root)
+    manifest = Manifest.model_validate_json((root / MANIFEST_NAME).read_text())
+    write_card(root, manifest, "## Shortcut audit\n\n| cue | all |\n|---|---:|\n| position | 0.501 |\n")
+    text = (root / CARD_NAME).read_text()
+    assert text.index("## Shortcut audit") < text.index("## Sources and licences")
+    assert "| position | 0.501 |\n\n## Sources and licences" in text
+    assert (
+        text.replace(text[text.index("## Shortcut audit") : text.index("## Sources")], "")
+        == (folder / CARD_NAME).read_text()
+    )
