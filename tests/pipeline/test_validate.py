@@ -17,8 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 from test_writer import write_folder
 
+from pipeline.dataset_metrics import length_stats
+from pipeline.invariants import INVARIANTS, NORMALIZE_MACROS
 from pipeline.schema import EPISODE_SCHEMA, Manifest
-from pipeline.validate import INVARIANTS, NORMALIZE_MACROS, length_stats, validate, violation_message
+from pipeline.validate import validate, violation_message
 from pipeline.writer import MANIFEST_NAME, file_sha256, write_manifest
 from reward_api.scoring import normalize
 
