@@ -235,7 +235,9 @@ main(Path("params.yaml"), Path("data/facts"), Path("data/episodes"))
 """
 
 
-def test_a_build_killed_between_its_two_folders_is_refused_then_reruns_identically(hidden_build, facts_dir, tmp_path):
+def test_a_build_killed_between_its_two_folders_is_refused_then_reruns_identically(
+    hidden_build, facts_dir, tmp_path, monkeypatch
+):
     data = tmp_path / "data"
     episodes, answers = data / "episodes", data / "answers"
     build_episodes(facts_dir, episodes, HIDDEN, SEED + 1, answers_dir=answers)  # the previous build
@@ -253,6 +255,7 @@ def test_a_build_killed_between_its_two_folders_is_refused_then_reruns_identical
         "answers/manifest.json: another build's (params_hash or sha256 differs from manifest.json)"
     ]
 
+    monkeypatch.chdir(tmp_path)  # the stage's folder, as for the killed run: no audit section for the card
     main(tmp_path / "params.yaml", data / "facts", episodes)
     assert snapshot(episodes, answers) == snapshot(*hidden_build)
     assert sorted(p.name for p in data.iterdir()) == ["answers", "episodes", "facts"]
