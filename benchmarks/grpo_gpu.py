@@ -9,8 +9,10 @@ transformers + peft in 4-bit (bitsandbytes) + LoRA. A backend that cannot run he
 
 The device machine reaches no package registry, so the packages its image lacks travel with the working tree:
 
-    .venv/bin/python benchmarks/grpo_gpu.py --prepare .gpu_bench    # here: wheels -> .gpu_bench/site, dataset
-    # there, carry [".gpu_bench"], ~6-8 min (model build ~1 min, three runs ~1.5-2.5 min each):
+    .venv/bin/python benchmarks/grpo_gpu.py --prepare .gpu_bench    # here, ~20 s: packages (46 MiB) and episodes
+    # there, with carry [".gpu_bench"] and timeout_s 600; about 5 min (model ~1 min, each backend ~1-1.5 min), at
+    # most --budget 420 s: a backend that would start later is recorded as skipped, and the JSON is rewritten after
+    # each backend, so a cut-off run keeps what it measured.
     PYTHONPATH=.gpu_bench/site python3 benchmarks/grpo_gpu.py --data .gpu_bench/episodes --out $OUT/grpo_gpu.json
 
     .venv/bin/python benchmarks/grpo_gpu.py --size tiny --device cpu    # the CPU check the test suite runs
@@ -265,13 +267,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, help="dataset folder (default: a small build under --work)")
     parser.add_argument("--work", type=Path, help="model, dataset and run folders (default: a temporary folder)")
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
-    parser.add_argument("--steps", type=int, help="GRPO steps per backend, the first one a warm-up (1.5b: 5, tiny: 2)")
+    parser.add_argument("--steps", type=int, help="GRPO steps per backend, the first one a warm-up (1.5b: 4, tiny: 2)")
     parser.add_argument("--num-generations", type=int, help="completions per prompt (1.5b: 8, tiny: 4)")
     parser.add_argument("--batch", type=int, help="completions per step, a multiple of --num-generations (1.5b: 16)")
     parser.add_argument("--max-completion-length", type=int, help="(1.5b: 128, tiny: 16)")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--timeout", type=float, default=240, help="seconds one child process may take")
-    parser.add_argument("--budget", type=float, default=540, help="seconds for everything; later backends are skipped")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds one child process may take")
+    parser.add_argument("--budget", type=float, default=420, help="seconds for everything; later backends are skipped")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "grpo_gpu.json")
     parser.add_argument("--prepare", type=Path, metavar="FOLDER", help="fetch the device's packages and a dataset")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -279,7 +281,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if args.child or args.prepare:
         return args
     big = args.size == "1.5b"
-    args.steps = args.steps or (5 if big else 2)
+    args.steps = args.steps or (4 if big else 2)
     args.num_generations = args.num_generations or (8 if big else 4)
     args.batch = args.batch or args.num_generations * (2 if big else 1)
     args.max_completion_length = args.max_completion_length or (128 if big else 16)
