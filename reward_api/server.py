@@ -150,6 +150,7 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
     app.router.on_startup.append(views.start)
     app.router.on_shutdown.append(views.close)
     app.state.views = views
+    store.view_bodies = views.body  # /reset and /step read a view from it too
 
     @app.get(
         "/episodes/{episode_id}", response_model=EpisodeView, tags=["Episodes"], summary="Agent view of an episode"
