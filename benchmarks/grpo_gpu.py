@@ -21,6 +21,7 @@ The device machine reaches no package registry, so the packages its image lacks 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -134,7 +135,7 @@ def run_backend(spec: dict) -> dict:
             raise RuntimeError("unsloth backend asked for, but CUDA or unsloth is missing")
     from transformers import TrainerCallback
 
-    from train.backend import _peft_policy, _unsloth_policy
+    from train.backend import _peft_policy, _unsloth_policy, load_tokenizer
     from train.config import TrainParams
     from train.trainer import build_trainer
 
@@ -160,6 +161,8 @@ def run_backend(spec: dict) -> dict:
         max_completion_length=spec["max_completion_length"], logging_steps=1, save_steps=10**6, seed=spec["seed"],
     )  # fmt: skip
     policy = (_unsloth_policy if backend == "unsloth" else _peft_policy)(params)
+    # Unsloth loads a Qwen2Tokenizer, whose pre-tokenizer splits text differently: every backend gets the same one.
+    policy = dataclasses.replace(policy, tokenizer=load_tokenizer(params.model))
     trainer = build_trainer(params, policy)
     clock = StepClock()
     trainer.add_callback(clock)
@@ -178,6 +181,9 @@ def run_backend(spec: dict) -> dict:
         "median_step_seconds": statistics.median(measured),
         "completion_tokens_per_second": sum(tokens) / sum(measured) if tokens else None,
         "mean_completion_length": statistics.fmean(lengths) if lengths else None,
+        "prompt_and_completion_tokens": max(
+            (e["num_tokens"] for e in trainer.state.log_history if "num_tokens" in e), default=None
+        ),
         "peak_gpu_memory_bytes": torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None,
         "versions": versions(),
     }

@@ -31,6 +31,7 @@ def test_tiny_cpu_run_measures_transformers_and_records_skips(episodes_dir, tmp_
     assert len(ran["step_seconds"]) == report["settings"]["steps"] == 2
     assert ran["median_step_seconds"] == ran["step_seconds"][1] > 0  # the first step is the warm-up
     assert ran["mean_completion_length"] > 0 and ran["completion_tokens_per_second"] > 0
+    assert ran["prompt_and_completion_tokens"] > 2 * 4 * ran["mean_completion_length"]  # prompts are counted too
     assert ran["peak_gpu_memory_bytes"] is None and ran["versions"]["trl"]
     assert report["results"]["unsloth"]["status"].startswith("skipped: no CUDA")
     assert report["results"]["transformers-4bit"]["status"].startswith("skipped: no CUDA")
