@@ -1,5 +1,6 @@
-"""Two processes on a CPU (gloo): `torchrun --nproc_per_node 2 -m train.grpo` trains 2 steps, each rank
-reading its own shard files. (`accelerate launch --cpu --num_processes 2` starts one process, not two.)
+"""Two processes on a CPU (gloo): `torchrun --nproc_per_node 2 -m train.grpo` trains 2 steps on a build whose
+shard count follows `episodes.shard_multiple: 2`, each rank reading its own shard file. (`accelerate launch
+--cpu --num_processes 2` starts one process, not two.)
 
 A `sitecustomize` hook on PYTHONPATH records, per rank, the episode ids the reward was computed for, so the
 test sees what each rank consumed without changing the command a user runs.
@@ -14,8 +15,11 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
+from pipeline.episodes import build_episodes
 from reward_api.localserver import free_port
+from tests.conftest import SEED, SMALL_EPISODES
 from tests.train.test_grpo import SMALL, _check_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,9 +49,19 @@ def _shard_of_episode(episodes_dir: Path) -> dict[int, str]:
     return {i: f.name for f in files for i in pq.read_table(f, columns=["episode_id"]).column(0).to_pylist()}
 
 
-def test_two_cpu_processes_train_on_disjoint_shards(tmp_path, write_params, episodes_dir, tiny_model):
+@pytest.fixture(scope="module")
+def two_rank_episodes(tmp_path_factory, facts_dir) -> Path:
+    """The suite's small build with large shards, its shard counts made a multiple of the 2 processes."""
+    out = tmp_path_factory.mktemp("two_ranks") / "episodes"
+    build_episodes(facts_dir, out, SMALL_EPISODES.model_copy(update={"shard_rows": 2048, "shard_multiple": 2}), SEED)
+    return out
+
+
+def test_two_cpu_processes_train_on_disjoint_shards(tmp_path, write_params, two_rank_episodes, tiny_model):
+    episodes_dir = two_rank_episodes
     shard_of = _shard_of_episode(episodes_dir)
-    assert len(set(shard_of.values())) >= 2, "the train split needs at least one shard file per process"
+    # 1,200 train episodes fit one shard of 2,048 rows: shard_multiple 2 makes it 2 files, one per rank.
+    assert len(set(shard_of.values())) == 2
     hook_dir, log_dir, out = tmp_path / "hook", tmp_path / "episodes_seen", tmp_path / "run"
     hook_dir.mkdir()
     log_dir.mkdir()
@@ -77,4 +91,4 @@ def test_two_cpu_processes_train_on_disjoint_shards(tmp_path, write_params, epis
     }
     assert seen[0] and seen[1] and not set(seen[0]) & set(seen[1])
     files = {rank: {shard_of[i] for i in ids} for rank, ids in seen.items()}
-    assert not files[0] & files[1], files
+    assert len(files[0]) == len(files[1]) == 1 and files[0] != files[1], files
