@@ -46,9 +46,10 @@ log = logging.getLogger(__name__)
 # a small group cache keeps the RSS down (a decoded group of 256 episodes is ~2 MB).
 DEFAULT_CACHE_MB = 16
 DEFAULT_CACHE_KEYS = 16384
-# Agent views kept per episode (~10 KB each as Python objects): every /step of a game after its /reset
-# is then a hit, however much random traffic cycles the row-group cache in between.
-DEFAULT_CACHE_VIEWS = 2048
+# Agent views kept per episode (~10 KB each as Python objects) for the games in flight: a /step after its /reset
+# is a hit. Once the views cache (reward_api.views) serves a shard a miss costs one small read, not a row group,
+# so a few hundred suffice (2,048 held ~20 MB more of the RSS).
+DEFAULT_CACHE_VIEWS = 256
 # Row groups decoded at once: more threads than cores only add decode buffers to the RSS.
 MAX_PARALLEL_READS = max(2, os.cpu_count() or 2)
 
