@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,17 @@ SMALL_FACTS = FactsParams(
     hub_limit=100,
 )
 SMALL_EPISODES = EpisodesParams(train=1200, validation=300, test=300, workers=1, shard_rows=512, row_group_rows=64)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def view_cache(tmp_path_factory) -> Iterator[Path]:
+    """Servers started by the tests (in process or not) keep their agent-view caches here, not in ~/.cache."""
+    from reward_api.views import CACHE_ENV
+
+    folder = tmp_path_factory.mktemp("views")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_ENV, str(folder))
+        yield folder
 
 
 @pytest.fixture(scope="session")
