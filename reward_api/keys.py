@@ -2,7 +2,7 @@
 
 Scoring a random episode from its row group costs a Parquet read (~0.3-1 ms); with these few columns
 in memory it costs a few microseconds. They are read shard by shard in a background thread, through
-handles of their own (sharing the already parsed footers), so start-up and other requests do not wait;
+handles of their own, so start-up and other requests do not wait;
 until a shard is loaded, the store falls back to reading the row group.
 
 A shard of a hidden split keeps its answer columns in the answers folder (same path, same row groups) and only
@@ -52,10 +52,9 @@ class SealedKey:
 
 @dataclass(frozen=True)
 class KeySource:
-    """Key columns of one shard held by one file (its footer already parsed)."""
+    """Key columns of one shard held by one file."""
 
     path: Path
-    footer: pq.FileMetaData
     columns: tuple[str, ...]
 
 
@@ -100,5 +99,6 @@ class KeyIndex:
 
 
 def _read(source: KeySource) -> dict[str, pa.ChunkedArray]:
-    table = pq.ParquetFile(source.path, metadata=source.footer).read(columns=list(source.columns), use_threads=False)
+    with pq.ParquetFile(source.path, memory_map=False) as handle:
+        table = handle.read(columns=list(source.columns), use_threads=False)
     return {name: table.column(name) for name in source.columns}

@@ -83,8 +83,9 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def open_answers(root: Path, manifest: Manifest) -> dict[str, pq.ParquetFile]:
-    """The answers files of the hidden splits, by shard path, after checking they belong to this build."""
+def check_answers(root: Path, manifest: Manifest) -> dict[str, ShardInfo]:
+    """The answers files of the hidden splits (the answers manifest's entries, by shard path), after checking
+    they belong to this build."""
     path = root / MANIFEST_NAME
     answers = _load(path, AnswersManifest, f"is {root} the answers folder of the build (data/answers)?")
     if answers.params_hash != manifest.params_hash or (
@@ -97,12 +98,11 @@ def open_answers(root: Path, manifest: Manifest) -> dict[str, pq.ParquetFile]:
     if unmatched:
         name = unmatched[0]
         raise StoreError(f"{root / name}: {'missing from' if name in hidden else 'not a shard of'} the hidden splits")
-    files = {}
     for name, shard in hidden.items():
         info = listed[name]
         if (info.split, info.first_id, info.num_rows) != (shard.split, shard.first_id, shard.num_rows):
             raise StoreError(f"{root / name}: id range differs from the published shard's")
-        files[name] = open_shard(root, info, answers.row_group_rows, ANSWERS_SCHEMA)
+        open_shard(root, info, answers.row_group_rows, ANSWERS_SCHEMA)
         if _sha256(root / name) != info.sha256:
             raise StoreError(f"{root / name}: sha256 differs from {path} (replaced or corrupted?)")
-    return files
+    return listed

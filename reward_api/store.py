@@ -2,7 +2,7 @@
 
 The manifest says which shard holds an id and the row groups have a fixed size, so an id maps to
 (shard, row group, offset) by arithmetic. Row groups are read on demand, only the columns a caller
-needs, and kept in an LRU cache bounded in bytes; the ParquetFile handles stay open. Scoring needs
+needs, and kept in an LRU cache bounded in bytes; parsed footers are kept for a few shards only. Scoring needs
 only the answer key, which `keys.KeyIndex` holds for every episode (~27 MB per 1M); agent views are
 also cached per episode, so a game's steps after its reset read nothing. Start-up checks every
 shard's footer against the manifest and refuses a missing or broken file by name.
@@ -19,13 +19,14 @@ group, ~1 ms at 64; the pipeline's row_group_rows sets it.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import os
 import queue
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,11 +35,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.schema import EPISODE_SCHEMA, TASKS, VISIBLE_COLUMNS, VISIBLE_SCHEMA
+from pipeline.schema import ANSWERS_SCHEMA, EPISODE_SCHEMA, TASKS, VISIBLE_COLUMNS, VISIBLE_SCHEMA
 from reward_api.keys import ANSWER_KEY_COLUMNS, KEY_COLUMNS, KeyIndex, KeySource, SealedKey
 from reward_api.scoring import EpisodeKey
 from reward_api.shards import StoreError as StoreError  # where the server's callers have always found it
-from reward_api.shards import open_answers, open_shard, read_manifest
+from reward_api.shards import check_answers, open_shard, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,10 @@ DEFAULT_CACHE_KEYS = 16384
 DEFAULT_CACHE_VIEWS = 256
 # Row groups decoded at once: more threads than cores only add decode buffers to the RSS.
 MAX_PARALLEL_READS = max(2, os.cpu_count() or 2)
+# Files whose parsed footer stays in memory. A parsed footer costs ~15 KB of RSS per row group (7 MB for a default
+# train shard): holding all 32 default shards' took 119 MB, growing with the dataset. Once the agent views and the
+# answer keys are cached nothing hot reads a row group; a miss re-opens the file in ~10 ms.
+FOOTERS_KEPT = 8
 
 
 def sealed_message(split: str) -> str:
@@ -110,12 +115,25 @@ class _Lru:
         return value
 
 
-def _pools(handles: list[pq.ParquetFile | None]) -> list[queue.SimpleQueue]:
-    pools = [queue.SimpleQueue() for _ in handles]
-    for pool, handle in zip(pools, handles, strict=True):
-        if handle is not None:
-            pool.put(handle)
-    return pools
+class _Readers:
+    """Readers of one file sharing its parsed footer: a Parquet reader is not shared between threads."""
+
+    def __init__(self, path: Path, handle: pq.ParquetFile) -> None:
+        self._path = path
+        self._footer = handle.metadata
+        self._idle: queue.SimpleQueue[pq.ParquetFile] = queue.SimpleQueue()
+        self._idle.put(handle)
+
+    @contextmanager
+    def reader(self) -> Iterator[pq.ParquetFile]:
+        try:
+            handle = self._idle.get_nowait()
+        except queue.Empty:
+            handle = pq.ParquetFile(self._path, metadata=self._footer, memory_map=False)
+        try:
+            yield handle
+        finally:
+            self._idle.put(handle)
 
 
 class EpisodeStore:
@@ -133,20 +151,15 @@ class EpisodeStore:
         self.manifest = read_manifest(self.root)
         self.shards = sorted(self.manifest.shards, key=lambda s: s.first_id)
         self.hidden = frozenset(self.manifest.hidden_splits)
-        rows = self.manifest.row_group_rows
-        self._files = [
-            open_shard(self.root, info, rows, VISIBLE_SCHEMA if info.split in self.hidden else EPISODE_SCHEMA)
-            for info in self.shards
-        ]
         self.answers_root = None if answers is None else Path(answers)
-        by_path = {} if answers is None else open_answers(self.answers_root, self.manifest)
+        self._readers = _Lru(FOOTERS_KEPT)  # (shard, answers file?) -> _Readers
+        for shard in range(len(self.shards)):  # every footer is checked here; the last few stay parsed
+            self._readers.get((shard, False), functools.partial(self._open, shard, False))
+        by_path = {} if answers is None else check_answers(self.answers_root, self.manifest)
         # The answers file of each shard of a hidden split (None elsewhere, and for all of them without answers).
-        self._answer_files = [by_path.get(info.path) for info in self.shards]
+        self._answer_shards = [by_path.get(info.path) for info in self.shards]
         self._starts = [s.first_id for s in self.shards]
         self.num_episodes = sum(s.num_rows for s in self.shards)
-        # Idle readers per file (False: published shards, True: answers files), sharing the parsed footer:
-        # a Parquet reader is not shared between threads.
-        self._idle = {False: _pools(self._files), True: _pools(self._answer_files)}
         self._task_lock = threading.Lock()
         self._reads = threading.BoundedSemaphore(MAX_PARALLEL_READS)
         self._groups = _Lru(int(cache_mb * 2**20), weigh=lambda table: table.nbytes)
@@ -168,13 +181,12 @@ class EpisodeStore:
     def _key_sources(self, shard: int) -> tuple[KeySource, ...]:
         """The files holding a shard's key columns: a hidden split's answers sit in their own file."""
         if self.shards[shard].split not in self.hidden:
-            return (KeySource(self._path(shard, False), self._files[shard].metadata, KEY_COLUMNS),)
-        answers = self._answer_files[shard]
-        if answers is None:
+            return (KeySource(self._path(shard, False), KEY_COLUMNS),)
+        if self._answer_shards[shard] is None:
             return ()
         return (
-            KeySource(self._path(shard, False), self._files[shard].metadata, ("max_budget",)),
-            KeySource(self._path(shard, True), answers.metadata, ANSWER_KEY_COLUMNS),
+            KeySource(self._path(shard, False), ("max_budget",)),
+            KeySource(self._path(shard, True), ANSWER_KEY_COLUMNS),
         )
 
     def locate(self, episode_id: int) -> Location:
@@ -192,18 +204,17 @@ class EpisodeStore:
         )
         return f"no episode {episode_id}; ids are {ranges}"
 
-    @contextmanager
-    def _reader(self, shard: int, answers: bool) -> Iterator[pq.ParquetFile]:
-        idle = self._idle[answers][shard]
-        try:
-            handle = idle.get_nowait()
-        except queue.Empty:
-            footer = (self._answer_files if answers else self._files)[shard].metadata
-            handle = pq.ParquetFile(self._path(shard, answers), metadata=footer)
-        try:
-            yield handle
-        finally:
-            idle.put(handle)
+    def _open(self, shard: int, answers: bool) -> _Readers:
+        """The file's readers, its footer parsed and checked against the manifest again (StoreError if it changed)."""
+        rows, info = self.manifest.row_group_rows, self.shards[shard]
+        if answers:
+            handle = open_shard(self.answers_root, self._answer_shards[shard], rows, ANSWERS_SCHEMA)
+        else:
+            handle = open_shard(self.root, info, rows, VISIBLE_SCHEMA if info.split in self.hidden else EPISODE_SCHEMA)
+        return _Readers(self._path(shard, answers), handle)
+
+    def _reader(self, shard: int, answers: bool) -> AbstractContextManager[pq.ParquetFile]:
+        return self._readers.get((shard, answers), functools.partial(self._open, shard, answers)).reader()
 
     def _group(self, loc: Location, columns: tuple[str, ...], answers: bool = False) -> pa.Table:
         def load() -> pa.Table:
@@ -239,7 +250,7 @@ class EpisodeStore:
 
         def load() -> EpisodeKey | SealedKey:
             split = self.shards[loc.shard].split
-            if split in self.hidden and self._answer_files[loc.shard] is None:
+            if split in self.hidden and self._answer_shards[loc.shard] is None:
                 return SealedKey(self._row(loc, ("max_budget",))["max_budget"], sealed_message(split))
             row = self.key_index.row(loc.shard, episode_id - self._starts[loc.shard]) or self._key_row(loc, split)
             return EpisodeKey.from_row(row["answer"], row["answer_aliases"], row["corrupt_ids"], row["max_budget"])

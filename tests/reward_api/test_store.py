@@ -150,3 +150,16 @@ def test_threads_reading_at_once_get_the_right_rows(served_dir, rows):
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         assert sum(pool.map(check, range(8))) == 480
+
+
+def test_parsed_footers_are_bounded_and_reopened_on_demand(served_dir, rows, monkeypatch):
+    """Only FOOTERS_KEPT files keep a parsed footer (its RSS grows with the row groups); the others re-open."""
+    monkeypatch.setattr("reward_api.store.FOOTERS_KEPT", 2)
+    store = EpisodeStore(served_dir, cache_mb=0, cache_keys=1, preload_keys=False)
+    assert len(store.shards) > 2
+    for offset in (0, -1):
+        for shard in store.shards:  # round robin: every shard's read evicts a footer
+            episode_id = shard.first_id + offset % shard.num_rows
+            assert store.view(episode_id) == {name: rows[episode_id][name] for name in VISIBLE_COLUMNS}
+            assert store.key(episode_id) == truth_key(rows[episode_id])
+            assert len(store._readers.items) <= 2
