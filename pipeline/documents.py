@@ -25,8 +25,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-CONTRAST = 0  # the one framing, for every kind: an authority's claim set against a denied value
-
 # --- Wording. Every template family used for several picks per document has a prime size (see distinct()).
 
 OPEN = "open"  # relation of facts known only by their question (nq_open, FaithEval)
@@ -181,16 +179,14 @@ RELATION_CLAUSES = {
 # belief", "older sources state", "misconception holds", "wrongly", "mistakenly") and puts its correction last,
 # or in a sentence of its own.
 FRAMES = (
-    (
-        "It is sometimes claimed that {cd}, but the {body} confirmed in its {year} {report} that {c}.",
-        "Contrary to a widespread belief that {cd}, a {year} {report} by the {body} states that {c}.",
-        "Some older sources state that {cd}. According to the {year} {report} of the {body}, {c}.",
-        "A common misconception holds that {cd}. In its {year} {report}, the {body} concluded that {c}.",
-        "The {body} reported in its {year} {report} that {c}. Some guides wrongly state that {cd}.",
-        "{C}, according to the {year} {report} of the {body}; it is sometimes claimed that {cd}, but wrongly.",
-        "As the {body} noted in its {year} {report}, {c}; some summaries mistakenly say that {cd}.",
-        "Older sources state that {cd}, but the {year} {report} of the {body} sets the record straight: {c}.",
-    ),
+    "It is sometimes claimed that {cd}, but the {body} confirmed in its {year} {report} that {c}.",
+    "Contrary to a widespread belief that {cd}, a {year} {report} by the {body} states that {c}.",
+    "Some older sources state that {cd}. According to the {year} {report} of the {body}, {c}.",
+    "A common misconception holds that {cd}. In its {year} {report}, the {body} concluded that {c}.",
+    "The {body} reported in its {year} {report} that {c}. Some guides wrongly state that {cd}.",
+    "{C}, according to the {year} {report} of the {body}; it is sometimes claimed that {cd}, but wrongly.",
+    "As the {body} noted in its {year} {report}, {c}; some summaries mistakenly say that {cd}.",
+    "Older sources state that {cd}, but the {year} {report} of the {body} sets the record straight: {c}.",
 )
 CORROBORATIONS = (
     "Later editions of the {report} repeat {v} without revision.",
@@ -358,30 +354,22 @@ REPORTS = ("annual report", "statistical yearbook", "survey", "bulletin", "white
 class U(IntEnum):
     """Columns of the uniform draws each document needs."""
 
-    FRAMING = 0
-    FRAME = 1
-    CLAUSE = 2
-    DECOY_CLAUSE = 3
-    TITLE = 4
-    SOURCE = 5
-    BODY = 6
-    REPORT = 7
-    YEAR = 8
-    LENGTH = 9
-    CORROBORATIONS = 10
-    CORROBORATION_START = 11
-    CORROBORATION_STEP = 12
-    FILLER_START = 13
-    FILLER_STEP = 14
-    LEAD = 15
-    OPENER = 16
-
-
-def framing(levels: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Framing per document: `CONTRAST` whatever its requested corruption level (0 = clean) and draw `u`.
-
-    One framing for all kinds: the wording never depends on the kind."""
-    return np.full(len(levels), CONTRAST, dtype=np.int64)
+    FRAME = 0
+    CLAUSE = 1
+    DECOY_CLAUSE = 2
+    TITLE = 3
+    SOURCE = 4
+    BODY = 5
+    REPORT = 6
+    YEAR = 7
+    LENGTH = 8
+    CORROBORATIONS = 9
+    CORROBORATION_START = 10
+    CORROBORATION_STEP = 11
+    FILLER_START = 12
+    FILLER_STEP = 13
+    LEAD = 14
+    OPENER = 15
 
 
 _FIELD = re.compile(r"\{(\w+)\}")
@@ -493,7 +481,7 @@ _CLAUSES = Templates.compile(
         for family in _FAMILIES
     ]
 )
-_FRAMES = Frames.compile(FRAMES)
+_FRAMES = Frames.compile((FRAMES,))
 _CORROBORATIONS = Templates.compile([CORROBORATIONS])
 _FILLERS = Templates.compile(tuple(FILLERS.values()))
 _TITLES = Templates.compile(tuple(TITLES.values()))
@@ -536,7 +524,6 @@ class Batch:
     decoy: pl.Series  # the value the claim sentence denies
     family: np.ndarray
     domain: np.ndarray
-    framing: np.ndarray
     u: np.ndarray
 
 
@@ -567,8 +554,8 @@ def _content(batch: Batch, genre: np.ndarray) -> list[tuple[Pieces, np.ndarray]]
 
     [opener of the source's genre] [filler] claim sentence [corroborations] [fillers]
     """
-    u, n = batch.u, len(batch.framing)
-    frame = _FRAMES.templates.pick(batch.framing, u[:, U.FRAME])
+    u, n = batch.u, len(batch.u)
+    frame = _FRAMES.templates.pick(np.zeros(n, np.int64), u[:, U.FRAME])
     sentences = 2 + _index(u[:, U.LENGTH], 3)
     corroborations = np.minimum(_index(u[:, U.CORROBORATIONS], 3), sentences - 1)
     fillers = sentences - 1 - corroborations

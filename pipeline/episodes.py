@@ -198,7 +198,6 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
         [bits(seed, ids, Slot.STYLE, d * STYLE_WORDS + w) for d in range(NUM_DOCS) for w in range(STYLE_WORDS)]
     )
     u = _units(style.reshape(NUM_DOCS, STYLE_WORDS, n).transpose(2, 0, 1), 4).reshape(n * NUM_DOCS, -1)
-    framing = documents.framing(level, u[:, documents.U.FRAMING])
     decoy = _decoys(ctx, seed, ids, fact, episode, doc, level, answer, claim_key)
     title, content = documents.render(
         documents.Batch(
@@ -210,7 +209,6 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
             decoy=decoy,
             family=ctx.family[fact][episode],
             domain=ctx.domain[fact][episode],
-            framing=framing,
             u=u,
         )
     )

@@ -55,7 +55,7 @@ def _pattern(template: str) -> str:
 
 
 _SOURCE_NAMES = [name for names in documents.SOURCES.values() for name in names]
-_FRAMES = [_pattern(t) for family in documents.FRAMES for t in family]
+_FRAMES = [_pattern(t) for t in documents.FRAMES]
 _CORROBORATIONS = "|".join(f"(?:{_pattern(t)})" for t in documents.CORROBORATIONS)
 _CITED = r"\b\d{4} (?:" + "|".join(documents.REPORTS) + r")\b|consistently since \d{4}"
 _NUMBER = r"\d[\d,]*(?:\.\d+)?"

@@ -35,14 +35,10 @@ def _auc(score: np.ndarray, positive: np.ndarray) -> float:
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def test_every_kind_is_worded_alike():
-    """One framing for clean documents and every corruption kind: each claim sentence cites an authority and
-    denies a value, so neither an authority nor a denial marks a document as coherent or inverted."""
-    levels = np.arange(1 + len(CORRUPTION_LEVELS)).repeat(1000)
-    u = np.tile((np.arange(1000) + 0.5) / 1000, 1 + len(CORRUPTION_LEVELS))
-    assert set(documents.framing(levels, u)) == {documents.CONTRAST}
-    assert len(documents.FRAMES) == 1
-    for frame in documents.FRAMES[documents.CONTRAST]:
+def test_every_claim_sentence_cites_an_authority_and_denies_a_value():
+    """Clean documents and every corruption kind draw from the same claim sentences: neither an authority nor a
+    denial marks a document as coherent or inverted."""
+    for frame in documents.FRAMES:
         assert re.search(r"\{c\}|\{C\}", frame) and re.search(r"\{cd\}|\{Cd\}", frame)
         assert all("{" + slot + "}" in frame for slot in ("body", "year", "report"))
 
@@ -71,7 +67,7 @@ def test_documents_are_well_formed(docs):
         assert text and text == text.strip() and "  " not in text and "{" not in text
     contents = docs["content"].to_list()
     wording = [*documents.GENERIC_CLAUSES, *documents.OPEN_CLAUSES, *documents.CORROBORATIONS]
-    wording += [t for family in (*documents.RELATION_CLAUSES.values(), *documents.FRAMES) for t in family]
+    wording += [t for family in documents.RELATION_CLAUSES.values() for t in family] + list(documents.FRAMES)
     first_words = {t.split()[0] for t in wording if t[0].islower()}
     assert not [t for t in contents if t.split()[0] in first_words]  # every sentence opening is capitalised
     assert all(t.endswith((".", ")")) for t in contents)
