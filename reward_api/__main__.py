@@ -86,19 +86,25 @@ def skip_web_ui() -> None:
         sys.modules.setdefault("gradio", None)
 
 
-def create_app(settings: Settings | None = None):
+def open_store(settings: Settings, answers: Path | None, preload_keys: bool = True) -> EpisodeStore:
+    """The store of the dataset folder `settings.data`; StoreError names a missing or broken file."""
+    # Arrow's default pool (mimalloc) holds on to freed row-group buffers: under benchmarks/soak.py one worker
+    # swung between 540 and 760 MB RSS; with the system allocator, 400-560 MB at the same throughput.
+    pa.set_memory_pool(pa.system_memory_pool())
+    return EpisodeStore(Path(settings.data), cache_mb=settings.cache_mb, preload_keys=preload_keys, answers=answers)
+
+
+def create_app(settings: Settings | None = None, store: EpisodeStore | None = None):
     """The app for `settings` (default: those in the environment): what each worker process builds when --workers > 1.
 
-    `settings.data` must be a dataset folder here (reward_api.app.create_app also takes a Hub repo id).
+    `settings.data` must be a dataset folder here (reward_api.app.create_app also takes a Hub repo id); `store`, if
+    given, is that folder's store, already open.
     """
     from reward_api.env import Backend
     from reward_api.server import build_app
 
     settings = settings or Settings()
-    # Arrow's default pool (mimalloc) holds on to freed row-group buffers: under benchmarks/soak.py one worker
-    # swung between 540 and 760 MB RSS; with the system allocator, 400-560 MB at the same throughput.
-    pa.set_memory_pool(pa.system_memory_pool())
-    store = EpisodeStore(Path(settings.data), cache_mb=settings.cache_mb, answers=answers_folder(settings))
+    store = store or open_store(settings, answers_folder(settings))
     token = settings.api_token.get_secret_value() if settings.api_token else None
     return build_app(Backend(store, TokenSigner(server_secret(), store.manifest.params_hash)), api_token=token)
 
@@ -135,12 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         folder = dataset_folder(settings.data, settings.revision)
         answers = answers_folder(settings)
-        checked = EpisodeStore(folder, cache_mb=0, preload_keys=False, answers=answers)
+        settings = settings.model_copy(update={"data": str(folder), "revision": None})
+        # Refuses a broken dataset before serving; with one worker it is the store served (its footers parsed once).
+        store = open_store(settings, answers, preload_keys=settings.workers == 1)
     except StoreError as exc:
         log.error("cannot serve: %s", exc)
         return 2
-    if checked.hidden and answers is None:
-        log.warning("%s", sealed_message(", ".join(sorted(checked.hidden))))
+    if store.hidden and answers is None:
+        log.warning("%s", sealed_message(", ".join(sorted(store.hidden))))
     export(settings, folder, answers)
     log.info(
         "access control: %s",
@@ -148,12 +156,12 @@ def main(argv: list[str] | None = None) -> int:
         if settings.api_token
         else "off (set CONTEXTCORRUPTION_API_TOKEN to require a bearer token)",
     )
-    log.info("%s", try_it(settings.host, settings.port, checked.shards[0].first_id))
+    log.info("%s", try_it(settings.host, settings.port, store.shards[0].first_id))
     common = {"host": settings.host, "port": settings.port, "log_level": "info", "access_log": settings.access_log}
     if settings.workers > 1:
         uvicorn.run("reward_api.__main__:create_app", factory=True, workers=settings.workers, **common)
     else:
-        uvicorn.run(create_app(), **common)
+        uvicorn.run(create_app(settings, store), **common)
     return 0
 
 
