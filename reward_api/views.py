@@ -13,10 +13,7 @@ A file is written under a temporary name and renamed when complete, while its bu
 lock (flock), so several workers build each shard once and never read a half-written file; one whose size,
 offsets or checksum do not match, or whose first body differs from the store's, is rebuilt, never served.
 Lookups read with pread (no mmap growing the RSS); the offsets stay in memory (8 bytes an episode).
-
-Each dataset build gets a new folder (~520 MB per 1M episodes). A server holds a shared lock on its folder's
-`.in-use` file while it runs; once its own cache is ready it removes the sibling folders no server holds, but the
-KEEP_UNUSED most recently used, so switching between builds does not rebuild and old builds do not pile up.
+Each build of a dataset gets its own folder; reward_api.viewfolders keeps old ones from piling up.
 """
 
 from __future__ import annotations
@@ -29,8 +26,6 @@ import itertools
 import json
 import logging
 import os
-import re
-import shutil
 import struct
 import threading
 import time
@@ -48,6 +43,7 @@ import zstandard
 
 from pipeline.schema import VISIBLE_COLUMNS, ShardInfo
 from reward_api.store import EpisodeStore
+from reward_api.viewfolders import hold, prune
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +54,6 @@ FOOTER = struct.Struct("<8sQQQI")  # magic, rows, dictionary bytes, frames bytes
 LEVEL = 3  # level 9 saves ~20% more bytes at 3-5x the build time
 DICT_BYTES, DICT_SAMPLES = 32 * 1024, 512  # measured: larger dictionaries or samples gain ~1%, cost memory
 CHUNK = 1 << 20
-KEEP_UNUSED = 2  # other builds' caches kept while no server holds them
-IN_USE = ".in-use"
-KEY = re.compile(r"[0-9a-f]{24}")
-OURS = re.compile(r"(\.in-use|\d{5}-.+\.(views|lock)|\..+\.tmp)")  # what a cache folder may hold
 
 
 class ViewCacheError(RuntimeError):
@@ -121,67 +113,6 @@ def write_views(bodies: Iterable[bytes], out: BinaryIO) -> int:
     out.write(table)
     out.write(FOOTER.pack(MAGIC, len(offsets) - 1, len(dictionary), offsets[-1], zlib.crc32(table, crc)))
     return len(offsets) - 1
-
-
-def hold(folder: Path) -> int:
-    """Create `folder` and lock its in-use file (shared), held while the returned fd is open: prune skips it."""
-    while True:
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(folder / IN_USE, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # pruned between the two calls
-            continue
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        try:
-            if os.stat(folder / IN_USE).st_ino == os.fstat(fd).st_ino:
-                os.utime(fd)  # the last use, by which prune ranks the unused folders
-                return fd
-        except FileNotFoundError:
-            pass
-        os.close(fd)  # the folder was pruned while this waited for the lock: hold the new one
-
-
-def _unused(folder: Path) -> tuple[float, int] | None:
-    """(last use, fd of an exclusive lock) of a cache folder no server holds; None if in use or not a cache folder.
-
-    The last use is the in-use file's mtime, or the folder's for one made before servers held them.
-    """
-    if not KEY.fullmatch(folder.name) or not folder.is_dir():
-        return None
-    if not all(OURS.fullmatch(entry.name) for entry in folder.iterdir()):
-        return None
-    marker = folder / IN_USE
-    last_use = (marker if marker.exists() else folder).stat().st_mtime
-    fd = os.open(marker, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return last_use, fd
-
-
-def prune(base: Path, keep: int = KEEP_UNUSED) -> list[Path]:
-    """Remove the cache folders under `base` that no server holds, but the `keep` used last; returns those removed.
-
-    Only folders named like a cache key and holding only cache files are touched.
-    """
-    unused = []
-    for folder in sorted(base.iterdir()):
-        try:
-            found = _unused(folder)
-        except OSError:  # removed meanwhile, or not ours to lock
-            continue
-        if found is not None:
-            unused.append((*found, folder))
-    unused.sort(key=lambda item: item[0], reverse=True)
-    removed = []
-    for rank, (_, fd, folder) in enumerate(unused):
-        if rank >= keep:
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-        os.close(fd)
-    return removed
 
 
 class ShardViews:
