@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.schema import ANSWERS_SCHEMA, EPISODE_SCHEMA, TASKS, VISIBLE_COLUMNS, VISIBLE_SCHEMA
+from reward_api.heap import release_freed_memory
 from reward_api.keys import ANSWER_KEY_COLUMNS, KEY_COLUMNS, KeyIndex, KeySource, SealedKey
 from reward_api.scoring import EpisodeKey
 from reward_api.shards import StoreError as StoreError  # where the server's callers have always found it
@@ -155,6 +156,7 @@ class EpisodeStore:
         self._readers = _Lru(FOOTERS_KEPT)  # (shard, answers file?) -> _Readers
         for shard in range(len(self.shards)):  # every footer is checked here; the last few stay parsed
             self._readers.get((shard, False), functools.partial(self._open, shard, False))
+        release_freed_memory()  # what the footers not kept took
         by_path = {} if answers is None else check_answers(self.answers_root, self.manifest)
         # The answers file of each shard of a hidden split (None elsewhere, and for all of them without answers).
         self._answer_shards = [by_path.get(info.path) for info in self.shards]

@@ -19,7 +19,6 @@ Each build of a dataset gets its own folder; reward_api.viewfolders keeps old on
 from __future__ import annotations
 
 import array
-import ctypes
 import fcntl
 import hashlib
 import itertools
@@ -42,6 +41,7 @@ import pyarrow.parquet as pq
 import zstandard
 
 from pipeline.schema import VISIBLE_COLUMNS, ShardInfo
+from reward_api.heap import release_freed_memory
 from reward_api.store import EpisodeStore
 from reward_api.viewfolders import hold, prune
 
@@ -162,14 +162,6 @@ class ShardViews:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
-
-
-def _release_freed_memory() -> None:
-    """Hand the heap a shard's build freed back to the OS: glibc keeps it otherwise (~15 MB of RSS per 1M)."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to trim
-        pass
 
 
 @contextmanager
@@ -323,7 +315,7 @@ class ViewCache:
             os.replace(temp, final)
         finally:
             temp.unlink(missing_ok=True)
-            _release_freed_memory()
+            release_freed_memory()
         log.info(
             "%s: %d views, %.1f MB, built in %.1f s",
             final,

@@ -1,0 +1,16 @@
+"""Returning freed heap to the OS after one-off bursts of allocation (start-up checks, cache builds)."""
+
+from __future__ import annotations
+
+import ctypes
+
+
+def release_freed_memory() -> None:
+    """Hand the heap freed by a burst back to the OS: glibc keeps it otherwise, and it stays in the RSS.
+
+    Measured: parsing all 32 default footers at start-up leaves ~60 MB; building one shard's views ~15 MB per 1M.
+    """
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        pass
