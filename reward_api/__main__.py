@@ -12,6 +12,7 @@ CONTEXTCORRUPTION_STATE_KEY (see reward_api.tokens); the optional API bearer tok
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import secrets
@@ -106,7 +107,21 @@ def create_app(settings: Settings | None = None, store: EpisodeStore | None = No
     settings = settings or Settings()
     store = store or open_store(settings, answers_folder(settings))
     token = settings.api_token.get_secret_value() if settings.api_token else None
-    return build_app(Backend(store, TokenSigner(server_secret(), store.manifest.params_hash)), api_token=token)
+    app = build_app(Backend(store, TokenSigner(server_secret(), store.manifest.params_hash)), api_token=token)
+    tune_gc()
+    return app
+
+
+def tune_gc() -> None:
+    """Keep the cyclic GC off what start-up built, and run it less often, in a serving process.
+
+    Requests allocate many short-lived containers (a /score/batch of 1,024 builds ~10k), freed by reference
+    counting; the collector still ran every 700 allocations and, every hundred runs, walked the ~250k objects
+    alive since start-up. Measured in-process on /score/batch's code: 45-52k scores per CPU-second, 70-75k with
+    the start-up objects frozen, 57-89k with the young generation also collected every 50,000 allocations.
+    """
+    gc.freeze()
+    gc.set_threshold(50_000, 10, 10)
 
 
 def answers_folder(settings: Settings) -> Path | None:

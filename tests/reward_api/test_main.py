@@ -82,3 +82,18 @@ def test_serves_a_hub_repo_at_a_revision(served_dir, tmp_path):
             output = proc.communicate(timeout=30)[0]
     assert manifest["params_hash"] == json.loads((served_dir / "manifest.json").read_text())["params_hash"]
     assert "downloading dataset acme/cc at revision v1" in output
+
+
+def test_a_serving_app_keeps_the_gc_off_its_start_up_objects(served_dir):
+    """The app factory freezes what start-up built and collects the young generation less often (tune_gc)."""
+    import gc
+
+    from reward_api.__main__ import Settings, create_app
+
+    before = gc.get_threshold()
+    try:
+        create_app(Settings(data=str(served_dir)))
+        assert gc.get_freeze_count() > 10_000 and gc.get_threshold()[0] == 50_000
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
