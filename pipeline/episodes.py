@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from pipeline import corruption, documents, engines
 from pipeline.card import write_card
+from pipeline.checksums import file_sha256
 from pipeline.params import DEFAULT_PARAMS, EpisodesParams, params_hash, read_params, section, seed
 from pipeline.pools import Pools, build_pools
 from pipeline.randomness import bits, integers, permutations
@@ -48,7 +49,6 @@ from pipeline.schema import (
 from pipeline.writer import (
     MANIFEST_NAME,
     ShardPlan,
-    file_sha256,
     shard_info,
     staging,
     write_hidden_shard,

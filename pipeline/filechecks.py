@@ -12,8 +12,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from pipeline.checksums import file_sha256
 from pipeline.schema import HIDDEN_COLUMNS, SPLITS, AnswersManifest, Manifest, ShardInfo
-from pipeline.writer import MANIFEST_NAME, file_sha256
+from pipeline.writer import MANIFEST_NAME
 
 
 def manifest_problems(manifest: Manifest) -> list[str]:

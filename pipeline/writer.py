@@ -9,7 +9,6 @@ stage would read as output.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline.checksums import file_sha256
 from pipeline.schema import (
     ANSWER_COLUMNS,
     ANSWERS_SCHEMA,
@@ -48,7 +48,6 @@ DICTIONARY_COLUMNS = [
     "corrupt_ids.list.element",
     "doc_corruption.list.element",
 ]
-_HASH_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -192,14 +191,6 @@ def shard_info(root: Path, plan: ShardPlan, row_group_rows: int) -> ShardInfo:
         bytes=path.stat().st_size,
         sha256=file_sha256(path),
     )
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -8,13 +8,13 @@ splits' shards, and each answers file matches its size and sha256 (the test spli
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
+from pipeline.checksums import file_sha256
 from pipeline.schema import ANSWERS_SCHEMA, SCHEMA_VERSION, AnswersManifest, Manifest, ShardInfo
 from reward_api.scoring import REWARD_VERSION
 
@@ -75,21 +75,13 @@ def open_shard(root: Path, info: ShardInfo, row_group_rows: int, schema: pa.Sche
     return handle
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def check_answers(root: Path, manifest: Manifest) -> dict[str, ShardInfo]:
     """The answers files of the hidden splits (the answers manifest's entries, by shard path), after checking
     they belong to this build."""
     path = root / MANIFEST_NAME
     answers = _load(path, AnswersManifest, f"is {root} the answers folder of the build (data/answers)?")
     if answers.params_hash != manifest.params_hash or (
-        manifest.hidden_splits and _sha256(path) != manifest.answers_sha256
+        manifest.hidden_splits and file_sha256(path) != manifest.answers_sha256
     ):
         raise StoreError(f"{path}: answers of another build (its params_hash or sha256 differs from the dataset's)")
     hidden = {s.path: s for s in manifest.shards if s.split in manifest.hidden_splits}
@@ -103,6 +95,6 @@ def check_answers(root: Path, manifest: Manifest) -> dict[str, ShardInfo]:
         if (info.split, info.first_id, info.num_rows) != (shard.split, shard.first_id, shard.num_rows):
             raise StoreError(f"{root / name}: id range differs from the published shard's")
         open_shard(root, info, answers.row_group_rows, ANSWERS_SCHEMA)
-        if _sha256(root / name) != info.sha256:
+        if file_sha256(root / name) != info.sha256:
             raise StoreError(f"{root / name}: sha256 differs from {path} (replaced or corrupted?)")
     return listed

@@ -22,6 +22,7 @@ from datasets import load_dataset
 from test_publish import REPO, make_project, remote_dataset, run_publish
 
 from pipeline.card import CARD_NAME
+from pipeline.checksums import file_sha256
 from pipeline.episodes import build_episodes, generate_episodes, main
 from pipeline.params import EpisodesParams, params_hash
 from pipeline.pools import build_pools
@@ -36,7 +37,7 @@ from pipeline.schema import (
     Manifest,
 )
 from pipeline.validate import validate
-from pipeline.writer import MANIFEST_NAME, file_sha256, write_manifest
+from pipeline.writer import MANIFEST_NAME, write_manifest
 from reward_api.store import EpisodeStore, StoreError
 from tests.conftest import SEED, SMALL_EPISODES
 from tests.hiddenbuild import HIDDEN, build_hidden
