@@ -124,17 +124,23 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 10, 10)
 
 
+def downloaded(settings: Settings) -> Settings:
+    """`settings` with the dataset at hand: `data` a local folder (a Hub repo id is downloaded at its revision)."""
+    folder = dataset_folder(settings.data, settings.revision)
+    return settings.model_copy(update={"data": str(folder), "revision": None})
+
+
 def answers_folder(settings: Settings) -> Path | None:
     """The answers folder: a local folder as is, a Hub repo id downloaded (its latest revision)."""
     return dataset_folder(settings.answers) if settings.answers else None
 
 
-def export(settings: Settings, folder: Path, answers: Path | None = None) -> None:
+def export(settings: Settings, answers: Path | None = None) -> None:
     """Hand the settings to worker processes through the environment, with the dataset already downloaded.
 
     Workers must sign state tokens with one key, or a token from one would be refused by the other.
     """
-    os.environ.update(CONTEXTCORRUPTION_DATA=str(folder), CONTEXTCORRUPTION_CACHE_MB=str(settings.cache_mb))
+    os.environ.update(CONTEXTCORRUPTION_DATA=settings.data, CONTEXTCORRUPTION_CACHE_MB=str(settings.cache_mb))
     os.environ.pop("CONTEXTCORRUPTION_REVISION", None)
     if answers is not None:
         os.environ["CONTEXTCORRUPTION_ANSWERS"] = str(answers)
@@ -154,9 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     skip_web_ui()
     try:
-        folder = dataset_folder(settings.data, settings.revision)
+        settings = downloaded(settings)
         answers = answers_folder(settings)
-        settings = settings.model_copy(update={"data": str(folder), "revision": None})
         # Refuses a broken dataset before serving; with one worker it is the store served (its footers parsed once).
         store = open_store(settings, answers, preload_keys=settings.workers == 1)
     except StoreError as exc:
@@ -164,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if store.hidden and answers is None:
         log.warning("%s", sealed_message(", ".join(sorted(store.hidden))))
-    export(settings, folder, answers)
+    export(settings, answers)
     log.info(
         "access control: %s",
         "bearer token required on /score, /score/batch, /reset, /step, /ws, /mcp"

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from reward_api.__main__ import Settings, skip_web_ui
+from reward_api.__main__ import Settings, downloaded, skip_web_ui
 from reward_api.__main__ import create_app as app_for
-from reward_api.source import dataset_folder
 
 
 def create_app() -> FastAPI:
     """The server for the dataset the environment names; a missing or broken dataset raises StoreError naming it."""
     skip_web_ui()
-    settings = Settings()
-    folder = dataset_folder(settings.data, settings.revision)
-    return app_for(settings.model_copy(update={"data": str(folder), "revision": None}))
+    return app_for(downloaded(Settings()))
