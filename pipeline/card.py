@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
@@ -79,23 +80,31 @@ def size_category(total: int) -> str:
 def _scan(root: Path, manifest: Manifest) -> tuple[Counter, Counter, dict[str, dict]]:
     """Episodes per task and per source, and the first episode (lowest id) showing each corruption kind.
 
-    A hidden split's files have no source and no ground truth: only its tasks are counted."""
+    A hidden split's files have no source and no ground truth: only its tasks are counted. The counts come from
+    one multi-threaded DuckDB scan: reading the two columns row group by row group in Python took 2 s of a
+    default build."""
     tasks, sources, examples = Counter(), Counter(), {}
+    con = duckdb.connect()
+    for hidden, select in ((False, "task, source"), (True, "task, NULL")):
+        files = [str(Path(root) / s.path) for s in manifest.shards if (s.split in manifest.hidden_splits) == hidden]
+        if files:
+            query = f"SELECT {select}, count(*) FROM read_parquet($files) GROUP BY ALL"
+            for task, source, count in con.execute(query, {"files": files}).fetchall():
+                tasks[task] += count
+                if source is not None:
+                    sources[source] += count
     for shard in sorted(manifest.shards, key=lambda s: s.first_id):
+        if len(examples) == len(CORRUPTION_LEVELS):
+            break
         if shard.split in manifest.hidden_splits:
-            tasks.update(pq.read_table(Path(root) / shard.path, columns=["task"]).column("task").to_pylist())
             continue
-        table = pq.read_table(Path(root) / shard.path, columns=["task", "source"])
-        tasks.update(table.column("task").to_pylist())
-        sources.update(table.column("source").to_pylist())
-        if len(examples) < len(CORRUPTION_LEVELS):
-            for batch in pq.ParquetFile(Path(root) / shard.path).iter_batches(256, columns=EXAMPLE_COLUMNS):
-                for row in batch.to_pylist():
-                    for doc_id, kind in enumerate(row["doc_corruption"]):
-                        if kind in CORRUPTION_LEVELS and kind not in examples:
-                            examples[kind] = {**row, "doc_id": doc_id}
-                if len(examples) == len(CORRUPTION_LEVELS):
-                    break
+        for batch in pq.ParquetFile(Path(root) / shard.path).iter_batches(256, columns=EXAMPLE_COLUMNS):
+            for row in batch.to_pylist():
+                for doc_id, kind in enumerate(row["doc_corruption"]):
+                    if kind in CORRUPTION_LEVELS and kind not in examples:
+                        examples[kind] = {**row, "doc_id": doc_id}
+            if len(examples) == len(CORRUPTION_LEVELS):
+                break
     return tasks, sources, examples
 
 
