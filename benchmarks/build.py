@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/build.py                         # 100k episodes and the params.yaml size
     .venv/bin/python benchmarks/build.py --episodes 100000        # one size only
     .venv/bin/python benchmarks/build.py --literal-seconds 25 --out benchmarks/results/build.json
+    .venv/bin/python benchmarks/build.py --floor-row-groups 2048  # also the floor in bigger row groups
 
 Ours: facts → episodes → validate through the real stage functions at params.yaml settings, the split counts
 scaled to the requested total. Literal: benchmarks/literal.py (random + Faker per document, dicts → Arrow) on a
@@ -104,19 +105,21 @@ def child_literal(work: Path, seconds: float) -> dict:
     }
 
 
-def child_floor(work: Path) -> dict:
+def child_floor(work: Path, row_group_rows: int | None) -> dict:
+    """Our shards rewritten with the same writer, in row groups of `row_group_rows` (None: the build's own)."""
     import pyarrow.parquet as pq
 
     from pipeline.validate import read_manifest
     from pipeline.writer import ShardPlan, write_shard
 
     manifest, write_s, cpu = read_manifest(work / "episodes"), 0.0, 0.0
+    shutil.rmtree(work / "floor", ignore_errors=True)
     for shard in manifest.shards:
         table = pq.read_table(work / "episodes" / shard.path)  # ready columns: not timed
         name = Path(shard.path).stem.split("-")
         plan = ShardPlan(shard.split, int(name[1]), int(name[3]), shard.first_id, shard.num_rows)
         start, cpu_start = time.perf_counter(), time.process_time()
-        write_shard(table, work / "floor", plan, manifest.row_group_rows)
+        write_shard(table, work / "floor", plan, row_group_rows or manifest.row_group_rows)
         write_s, cpu = write_s + time.perf_counter() - start, cpu + time.process_time() - cpu_start
     size = sum(path.stat().st_size for path in (work / "floor").rglob("*.parquet"))
     episodes = sum(s.num_rows for s in manifest.shards)
@@ -162,7 +165,9 @@ def measure(mode: str, work: Path, *extra: str) -> dict:
     return result
 
 
-def run(sizes: list[int], default: int, literal_seconds: float, out: Path, keep: bool) -> dict:
+def run(
+    sizes: list[int], default: int, literal_seconds: float, out: Path, keep: bool, floor_row_groups: list[int]
+) -> dict:
     base = Path(tempfile.mkdtemp(prefix="build-bench-"))
     results: dict = {"cpus": os.cpu_count(), "default_episodes": default, "ours": {}, "floor": {}}
     try:
@@ -171,6 +176,11 @@ def run(sizes: list[int], default: int, literal_seconds: float, out: Path, keep:
             work.mkdir()
             results["ours"][str(total)] = measure("ours", work, "--episodes", str(total))
             results["floor"][str(total)] = measure("floor", work)
+        # What the one-row-group lookups cost the writer: the largest build's shards in bigger row groups.
+        largest = base / str(sizes[-1])
+        results["floor_row_groups"] = {
+            str(rows): measure("floor", largest, "--row-group-rows", str(rows)) for rows in floor_row_groups
+        }
         results["literal"] = measure("literal", base / str(sizes[0]), "--seconds", str(literal_seconds))
     finally:
         if keep:
@@ -228,6 +238,8 @@ def report(results: dict) -> str:
             + ", ".join(f"{k} {v:.1f} s ({peaks[k] / 2**20:,.0f} MB)" for k, v in ours["stages_s"].items())
         )
         rows.append(row(f"floor (write) {total}", floor, floor["write_s"], floor["timed_cpu_s"]))
+    for size, floor in results["floor_row_groups"].items():
+        rows.append(row(f"floor, row groups {size}", floor, floor["write_s"], floor["timed_cpu_s"]))
     lit = results["literal"]
     rows.append(row("literal (1 core)", lit, lit["generate_s"] + lit["write_s"], lit["timed_cpu_s"]))
     for total, r in results["ratios"].items():
@@ -247,20 +259,25 @@ def main() -> None:
     parser.add_argument("--literal-seconds", type=float, default=25.0)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "build.json")
     parser.add_argument("--keep", action="store_true", help="keep the built folders (printed) for inspection")
+    parser.add_argument(
+        "--floor-row-groups", type=int, nargs="*", default=[], help="also time the floor at these row-group sizes"
+    )
     parser.add_argument("--child", choices=("ours", "literal", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--row-group-rows", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         children = {
             "ours": lambda: child_ours(args.work, args.episodes[0]),
             "literal": lambda: child_literal(args.work, args.seconds),
-            "floor": lambda: child_floor(args.work),
+            "floor": lambda: child_floor(args.work, args.row_group_rows),
         }
         print(json.dumps(children[args.child]()))
         return
     default = sum(section(read_params(ROOT / "params.yaml"), "episodes", EpisodesParams).counts().values())
-    results = run(args.episodes or [100_000, default], default, args.literal_seconds, args.out, args.keep)
+    sizes = args.episodes or [100_000, default]
+    results = run(sizes, default, args.literal_seconds, args.out, args.keep, args.floor_row_groups)
     print(report(results))
     print(f"results: {args.out}")
 
