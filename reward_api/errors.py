@@ -33,13 +33,15 @@ DOMAIN_STATUS = (
 
 
 def _json_safe(value: Any) -> Any:
-    """`value` if JSON can carry it as is, else its repr (NaN, infinities, exceptions, bytes)."""
+    """`value` if JSON can carry it as is, else its repr (NaN, infinities, exceptions, bytes, lone surrogates).
+
+    Encoded as the response will be (UTF-8, not ASCII escapes): a lone surrogate escapes but does not encode."""
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
     try:
-        json.dumps(value, allow_nan=False)
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode()
     except (TypeError, ValueError):
-        return repr(value)
+        return repr(value).encode(errors="backslashreplace").decode()
     return value
 
 
@@ -49,7 +51,7 @@ def _clean(errors: Any) -> Any:
         return _json_safe(errors)
     return [
         {
-            "loc": list(e.get("loc", ())),
+            "loc": [_json_safe(part) for part in e.get("loc", ())],
             "msg": e.get("msg", ""),
             "type": e.get("type", ""),
             "input": _json_safe(e.get("input")),

@@ -10,9 +10,10 @@ from typing import Annotated, Any, Literal
 
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from pipeline.schema import MAX_BUDGET, NUM_DOCS, SPLITS, TASKS
-from reward_api.game import ACTION_TYPES, Move, check_move
+from reward_api.game import ACTION_TYPES, Move, MoveError, check_move
 from reward_api.scoring import REWARD_VERSION, Breakdown
 
 ActionType = Literal[ACTION_TYPES]  # type: ignore[valid-type]
@@ -26,6 +27,12 @@ Confidence = Annotated[
 ]
 Answer = Annotated[str, Field(max_length=1000, description="The final answer")]
 MAX_BATCH = 8192
+
+
+def _invalid(kind: str, message: str) -> PydanticCustomError:
+    """A validation error whose context holds only text: a ValueError's context holds the exception itself, which
+    the WebSocket session cannot serialise (it closed the session instead of reporting the error)."""
+    return PydanticCustomError(kind, "{reason}", {"reason": message})
 
 
 class _Closed(BaseModel):
@@ -42,7 +49,10 @@ class _MoveFields(BaseModel):
 
     @model_validator(mode="after")
     def _check(self):
-        check_move(self.move())
+        try:
+            check_move(self.move())
+        except MoveError as exc:
+            raise _invalid("move_error", str(exc)) from None
         return self
 
     def move(self) -> Move:
@@ -115,10 +125,10 @@ class ResetBody(_Closed):
     def _as_int(cls, value: int | str | None) -> int | None:
         if isinstance(value, str):
             if not (value.strip().isascii() and value.strip().isdigit()):
-                raise ValueError(f"episode_id must be a non-negative integer, got {value!r}")
+                raise _invalid("episode_id", f"episode_id must be a non-negative integer, got {value!r}")
             value = int(value)
         if value is not None and value < 0:
-            raise ValueError(f"episode_id must be a non-negative integer, got {value}")
+            raise _invalid("episode_id", f"episode_id must be a non-negative integer, got {value}")
         return value
 
 

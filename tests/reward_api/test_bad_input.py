@@ -77,12 +77,29 @@ def test_bad_input_gets_a_4xx_that_says_what_is_wrong(http, method, path, body, 
         ("/step", b'{"action": {"action_type": "submit_answer", "answer": "a", "confidence": Infinity}}'),
         ("/score", b'{"episode_id": 3, "answer": '),
         ("/reset", b"[1, 2]"),
+        # A lone surrogate is valid JSON but no string: echoed back as is, it broke the UTF-8 response (a 500).
+        ("/score", b'{"episode_id": 3, "answer": "\\ud800", "flagged_ids": [], "confidence": 0.5}'),
+        ("/reset", b'{"task": "\\ud83d"}'),
+        ("/reset", b'{"\\ud800": 1}'),
+        ("/step", b'{"action": {"action_type": "submit_answer", "answer": "\\udfff", "confidence": 0.5}}'),
     ],
 )
-def test_nan_infinity_and_broken_json_are_422(http, path, raw):
+def test_nan_infinity_surrogates_and_broken_json_are_422(http, path, raw):
     reply = http.post(path, content=raw, headers={"content-type": "application/json"})
     assert reply.status_code == 422, reply.text
     assert reply.json()["detail"]
+
+
+def test_a_refused_action_on_the_websocket_is_reported_and_the_session_goes_on(base_url):
+    with GenericEnvClient(base_url=base_url).sync() as env:
+        env.reset(episode_id=3)
+        # A broken cross-field rule once closed the session: its error carried an exception object.
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+            env.step({"action_type": "read_doc"})
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+            env.reset(episode_id="abc")
+        assert not env.step(FLAG).done
+        assert env.state()["episode_id"] == "3" and env.state()["flagged_ids"] == [1]
 
 
 def test_body_over_one_mib_is_413_declared_or_streamed(http, base_url):
