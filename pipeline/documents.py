@@ -1,9 +1,10 @@
 """Documents that read like retrieved sources, rendered for a whole batch at once.
 
-Every document gets a source (encyclopedia, news agency, gazetteer or registry, blog, forum), a title
-in that genre's style, and 2–4 sentences: one claim sentence that cites an authority (a body, a year, a
-report) and sets the claim against a denied value ("it is sometimes claimed that X, but ... Y"), up to two
-corroborating sentences, and neutral filler about the subject. Every document draws all of this from the
+Every document gets a source (encyclopedia, news agency, reference work such as a gazetteer or registry, blog,
+forum), a title in that genre's style, and 2–4 parts (2–6 sentences): an optional opener of its genre, one claim
+(one or two sentences) that cites an authority (a body, a year, a report) and sets the claim against a denied
+value ("it is sometimes claimed that X, but ... Y"), up to two corroborating sentences, and neutral filler about
+the subject. Every document draws all of this from the
 same tables at the same rates, whatever its corruption kind: a kind decides only the values (the claim, and
 what is denied: an inversion denies the truth, every other document a wrong value), so no wording, length or
 authority tells a corrupt document from a clean one. (Kind-specific framings, inversions always contrasting

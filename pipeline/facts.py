@@ -20,7 +20,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.params import DEFAULT_PARAMS, FactsParams, read_params, section, seed
+from pipeline.params import DEFAULT_PARAMS, FactsParams, ParamsError, read_params, section, seed
 from pipeline.pools import build_pools
 from pipeline.schema import FACT_SCHEMA, SPLITS
 from pipeline.sources import elements, geonames, hub, synthetic
@@ -80,6 +80,11 @@ def build_facts(params: FactsParams, seed: int, *, hub_paths: Mapping[str, str] 
     facts = deduplicate(pl.concat(frames))
     splits = assign_splits(facts["fact_id"].to_list(), params.split_weights)
     facts = facts.with_columns(split=pl.Series(splits, dtype=pl.String)).sort("fact_id")
+    if empty := [split for split in params.split_weights if split not in set(splits)]:
+        raise ParamsError(
+            f"facts.split_weights: no fact falls in split {', '.join(empty)} of {len(splits)} facts "
+            f"(weights {params.split_weights}): raise its weight or add facts (sources, synthetic_entities)"
+        )
     return facts.select(FACT_SCHEMA.names).to_arrow().cast(FACT_SCHEMA)
 
 

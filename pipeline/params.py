@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from pathlib import Path
 from typing import Literal, TypeVar
 
 import yaml
+from huggingface_hub.errors import HFValidationError
+from huggingface_hub.utils import validate_repo_id
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from pipeline.schema import SPLITS
@@ -19,6 +23,8 @@ from pipeline.writer import ShardPlan, plan_shards
 
 DEFAULT_PARAMS = Path("params.yaml")
 EXECUTION_KEYS = ("workers", "engine", "ray_address")  # episodes keys left out of the manifest's params_hash
+# git check-ref-format: components that do not start with a dot, none of its forbidden characters.
+_TAG = re.compile(r"(?!/)(?:[^./\x00-\x20~^:?*\[\\\x7f][^/\x00-\x20~^:?*\[\\\x7f]*/?)+(?<!/)")
 FACT_SOURCES = ("geonames", "elements", "synthetic", "nq_open", "popqa", "faitheval")
 
 
@@ -27,7 +33,8 @@ class ParamsError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: YAML gives typed values, so `yes` (a bool) or "8" (a string) where a count belongs is a mistake.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class FactsParams(_Section):
@@ -41,8 +48,8 @@ class FactsParams(_Section):
     def _weights(cls, value: dict[str, float]) -> dict[str, float]:
         if set(value) != set(SPLITS):
             raise ValueError(f"needs exactly the splits {list(SPLITS)}, got {sorted(value)}")
-        if any(w <= 0 for w in value.values()):
-            raise ValueError(f"every weight must be > 0, got {value}")
+        if not all(math.isfinite(w) and w > 0 for w in value.values()):
+            raise ValueError(f"every weight must be a finite number > 0, got {value}")
         if abs(sum(value.values()) - 1.0) > 1e-9:
             raise ValueError(f"weights must sum to 1, they sum to {sum(value.values())}")
         return value
@@ -108,6 +115,26 @@ class HubParams(_Section):
     revision_tag: str = Field(description="Tag created on the pushed commit, e.g. v1")
     private: bool
 
+    @field_validator("repo_id")
+    @classmethod
+    def _repo_id(cls, value: str) -> str:
+        if value:
+            try:
+                validate_repo_id(value)
+            except HFValidationError as err:
+                raise ValueError(str(err)) from None
+        return value
+
+    @field_validator("revision_tag")
+    @classmethod
+    def _tag(cls, value: str) -> str:
+        """A name git accepts for a tag (git check-ref-format), checked here rather than after the upload."""
+        if not value or not _TAG.fullmatch(value) or ".." in value or "@{" in value or value.endswith((".", ".lock")):
+            raise ValueError(
+                f"must be a git tag name such as v1 (no spaces, '..', '~^:?*[\\' or '@{{'), got {value!r}"
+            )
+        return value
+
 
 Section = TypeVar("Section", bound=BaseModel)
 
@@ -126,8 +153,10 @@ def read_params(path: Path = DEFAULT_PARAMS) -> dict:
 
 def seed(data: dict, path: Path = DEFAULT_PARAMS) -> int:
     value = data.get("seed")
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ParamsError(f"{path}: seed: must be a non-negative integer, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**64:
+        raise ParamsError(
+            f"{path}: seed: must be an integer in 0..2**64-1 (the counter-based generator's key), got {value!r}"
+        )
     return value
 
 

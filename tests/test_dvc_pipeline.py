@@ -3,6 +3,7 @@ killed mid-way leaves nothing a later stage would read and re-runs to byte-ident
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -129,3 +130,41 @@ def test_a_build_killed_mid_way_leaves_no_output_and_reruns_identically(clone):
 
     assert snapshot(episodes) == reference
     assert not partial.exists()
+
+
+def _imported_files(module: str) -> set[str]:
+    """The project's source files that `module` imports, transitively, including imports inside functions."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        path = REPO / (name.replace(".", "/") + ".py")
+        if not path.is_file():
+            path = path.with_suffix("") / "__init__.py"
+        relative = path.relative_to(REPO).as_posix()
+        if not path.is_file() or relative in seen:
+            continue
+        seen.add(relative)
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]  # a name may be a module
+            todo += [n for n in names if n.split(".")[0] in PACKAGES]
+    return {path for path in seen if not path.endswith("__init__.py")}
+
+
+PACKAGES = ("pipeline", "reward_api", "train")
+
+
+@pytest.mark.parametrize(
+    ("dvcfile", "stage"),
+    [("dvc.yaml", name) for name in ("facts", "episodes", "validate", "publish", "baselines")]
+    + [("train/dvc.yaml", "train"), ("train/dvc.yaml", "evaluate")],
+)
+def test_a_stage_depends_on_every_project_file_its_command_imports(dvcfile, stage):
+    """Otherwise a change to that file (an invariant's constant, say) would not re-run the stage."""
+    spec = yaml.safe_load((REPO / dvcfile).read_text())["stages"][stage]
+    module = spec["cmd"].split("python -m ", 1)[1].split()[0]
+    deps = [dep.rstrip("/") for dep in spec["deps"]]
+    missing = sorted(f for f in _imported_files(module) if not any(f == d or f.startswith(d + "/") for d in deps))
+    assert not missing, f"{dvcfile}: stage {stage} imports {missing} without listing them in deps"

@@ -107,11 +107,11 @@ def _facts(kind: str, entities: pl.DataFrame, relations: tuple[tuple[str, str, s
         entities.select(
             fact_id=pl.format(f"{{}}:{relation}", key),
             question=pl.format(question, pl.col("name")),
-            answer=pl.col(relation),
+            answer=pl.col(relation).cast(pl.String),  # a kind with no entity has Null columns
             answer_aliases=pl.col(f"{relation}_aliases") if f"{relation}_aliases" in entities.columns else no_aliases,
             answer_type=pl.lit(answer_type),
             source=pl.lit(SOURCE),
-            subject=pl.col("name"),
+            subject=pl.col("name").cast(pl.String),
             relation=pl.lit(relation),
         )
         for relation, question, answer_type in relations
@@ -155,7 +155,7 @@ def facts(seed: int, entities: int, pools: Pools | None = None) -> pl.DataFrame:
                 str
             ),
             "employees": staff_text,
-            "employees_aliases": plain_number_aliases(pl.Series(staff_text)),
+            "employees_aliases": plain_number_aliases(pl.Series(staff_text, dtype=pl.String)),
         }
     )
     return pl.concat([_facts("person", person_frame, PERSON_FACTS), _facts("company", company_frame, COMPANY_FACTS)])

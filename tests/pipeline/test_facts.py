@@ -54,6 +54,13 @@ def test_split_shares_follow_the_weights(table):
         assert share == pytest.approx(SMALL_FACTS.split_weights[split], abs=0.015)
 
 
+def test_weights_that_leave_a_split_without_facts_are_refused():
+    tiny = {"train": 0.998, "validation": 0.001, "test": 0.001}
+    params = SMALL_FACTS.model_copy(update={"sources": ["elements"], "split_weights": tiny})
+    with pytest.raises(ParamsError, match=r"facts\.split_weights: no fact falls in split validation, test of 472"):
+        build_facts(params, SEED)
+
+
 def test_a_fact_keeps_its_split_when_others_are_added(table):
     bigger = SMALL_FACTS.model_copy(update={"synthetic_entities": 600})
     small = pl.from_arrow(table).select("fact_id", "split")

@@ -28,6 +28,15 @@ def test_repository_params_are_valid():
         ("episodes", EpisodesParams, {"test": 300, "shard_multiple": 8}, r"shard_multiple \(8\): test: 300 rows"),
         ("facts", FactsParams, {"sources": ["geonames", "wikipedia"]}, "facts.sources"),
         ("facts", FactsParams, {"split_weights": {"train": 0.5, "validation": 0.1, "test": 0.1}}, "sum to 1"),
+        ("facts", FactsParams, {"split_weights": {"train": float("nan"), "validation": 0.5, "test": 0.5}}, "finite"),
+        # YAML's yes/on are booleans and "8" a string: not counts.
+        ("episodes", EpisodesParams, {"train": True}, "episodes.train: Input should be a valid integer"),
+        ("episodes", EpisodesParams, {"workers": "2"}, "episodes.workers: Input should be a valid integer"),
+        ("facts", FactsParams, {"synthetic_entities": True}, "facts.synthetic_entities"),
+        ("hub", HubParams, {"revision_tag": ""}, "hub.revision_tag: Value error, must be a git tag name"),
+        ("hub", HubParams, {"revision_tag": "v 1/../x"}, "hub.revision_tag"),
+        ("hub", HubParams, {"revision_tag": "v1.lock"}, "hub.revision_tag"),
+        ("hub", HubParams, {"repo_id": "org/my data"}, "hub.repo_id: Value error, Repo id must use"),
     ],
 )
 def test_bad_params_name_the_key(tmp_path, name, model, change, message):
@@ -39,8 +48,16 @@ def test_bad_params_name_the_key(tmp_path, name, model, change, message):
         section(read_params(path), name, model, path)
 
 
+def test_good_tags_and_repo_ids_pass():
+    for tag in ("v1", "v1.0.2", "release/2026-11", "rc_1"):
+        assert HubParams(repo_id="org/context-corruption", revision_tag=tag, private=False).revision_tag == tag
+
+
 def test_bad_seed_and_missing_file(tmp_path):
     with pytest.raises(ParamsError, match="seed"):
         seed({"seed": -1})
+    assert seed({"seed": 2**64 - 1}) == 2**64 - 1
+    with pytest.raises(ParamsError, match=r"seed: must be an integer in 0\.\.2\*\*64-1"):
+        seed({"seed": 2**64})  # the generator keys on 64 bits: it would repeat seed 0
     with pytest.raises(ParamsError, match="not found"):
         read_params(tmp_path / "nope.yaml")

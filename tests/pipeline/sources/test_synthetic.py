@@ -58,6 +58,12 @@ def test_the_world_is_consistent(facts):
     assert {person["employer"] for person in people.values()} <= set(companies)
 
 
+def test_a_one_entity_world_is_one_person_with_an_employer_named(pools, well_formed):
+    one = synthetic.facts(SEED, 1, pools)
+    well_formed(one, "synthetic", {"birthplace", "birth_year", "occupation", "employer"})
+    assert one.height == 4 and one["subject"].n_unique() == 1
+
+
 def test_growing_the_entity_count_only_adds_entities(facts, pools):
     grown = synthetic.facts(SEED, 801, pools)
     assert grown.filter(pl.col("fact_id").is_in(facts["fact_id"].implode())).equals(facts)
