@@ -137,6 +137,7 @@ def run_backend(spec: dict) -> dict:
 
     from train.backend import _peft_policy, _unsloth_policy, load_tokenizer
     from train.config import TrainParams
+    from train.data import stream_episodes
     from train.trainer import build_trainer
 
     class StepClock(TrainerCallback):
@@ -163,7 +164,7 @@ def run_backend(spec: dict) -> dict:
     policy = (_unsloth_policy if backend == "unsloth" else _peft_policy)(params)
     # Unsloth loads a Qwen2Tokenizer, whose pre-tokenizer splits text differently: every backend gets the same one.
     policy = dataclasses.replace(policy, tokenizer=load_tokenizer(params.model))
-    trainer = build_trainer(params, policy)
+    trainer = build_trainer(params, policy, stream_episodes(params.data, params.split))
     clock = StepClock()
     trainer.add_callback(clock)
     if torch.cuda.is_available():

@@ -15,6 +15,7 @@ from pipeline.schema import NUM_DOCS
 from reward_api.scoring import Breakdown, EpisodeKey, score_key
 
 ACTION_TYPES = ("read_doc", "flag_suspicious", "unflag_doc", "submit_answer")
+MAX_ANSWER_CHARS = 1000  # one limit for the API, one-shot training and tool play
 DOC_ACTIONS = frozenset(ACTION_TYPES[:3])
 
 
@@ -66,6 +67,8 @@ def check_move(move: Move) -> None:
         raise MoveError("submit_answer needs answer (a string) and confidence (0..1)")
     if not 0.0 <= move.confidence <= 1.0:
         raise MoveError(f"confidence must be in [0, 1], got {move.confidence}")
+    if len(move.answer) > MAX_ANSWER_CHARS:
+        raise MoveError(f"answer must be at most {MAX_ANSWER_CHARS} characters, got {len(move.answer)}")
     if move.doc_id is not None:
         raise MoveError("submit_answer takes no doc_id")
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag
 from pydantic_core import PydanticCustomError
 
 from pipeline.schema import MAX_BUDGET, NUM_DOCS, SPLITS, TASKS
-from reward_api.game import ACTION_TYPES, Move, MoveError, check_move
+from reward_api.game import ACTION_TYPES, MAX_ANSWER_CHARS, Move, MoveError, check_move
 from reward_api.scoring import REWARD_VERSION, Breakdown
 
 ActionType = Literal[ACTION_TYPES]  # type: ignore[valid-type]
@@ -25,7 +25,7 @@ EpisodeId = Annotated[
 Confidence = Annotated[
     float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False, description="Confidence in the answer")
 ]
-Answer = Annotated[str, Field(max_length=1000, description="The final answer")]
+Answer = Annotated[str, Field(max_length=MAX_ANSWER_CHARS, description="The final answer")]
 MAX_BATCH = 8192
 
 

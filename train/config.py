@@ -7,6 +7,7 @@ message naming the key.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -59,12 +60,17 @@ class TrainParams(_Section):
 
     @model_validator(mode="after")
     def _groups_fit(self) -> TrainParams:
-        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        # TRL's rule, checked before any model loads: a generation batch (every process's) holds whole groups.
+        # WORLD_SIZE is the process count that accelerate launch and torchrun set.
+        processes = int(os.environ.get("WORLD_SIZE", "1"))
+        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps * processes
         if batch % self.num_generations:
             raise ValueError(
-                f"per_device_train_batch_size × gradient_accumulation_steps ({batch}) must be a multiple of "
-                f"num_generations ({self.num_generations})"
+                f"per_device_train_batch_size × gradient_accumulation_steps × processes (WORLD_SIZE {processes}) "
+                f"= {batch} must be a multiple of num_generations ({self.num_generations})"
             )
+        if self.mode == "tools" and self.format_reward_weight:
+            raise ValueError("format_reward_weight applies to mode oneshot only (tool calls have no reply format)")
         return self
 
 

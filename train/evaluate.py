@@ -117,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be >= 1, got {getattr(args, option)}")
     models = args.model + (demo_models(args.demo) if args.demo else [])
+    names = [*args.agents, *(name for name, _, _ in models)]
+    if not names:
+        parser.error("nothing to evaluate: give --agents with at least one agent, --model or --demo")
+    if repeated := sorted({name for name in names if names.count(name) > 1}):
+        parser.error(f"each agent and model needs its own name (results are keyed by it); repeated: {repeated}")
     if args.mode == "tools" and args.agents and not (args.tokenizer or models):
         parser.error("--mode tools: baselines write tool calls with a tokenizer: give --tokenizer, --model or --demo")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")

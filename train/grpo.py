@@ -1,7 +1,7 @@
 """`python -m train.grpo [--params FILE]`: GRPO training from the `train:` section of a params file.
 
 Multi-GPU: `accelerate launch -m train.grpo --params FILE`; the trainer gives each rank its own shard
-files. The params are validated before any model is loaded.
+files. The params are validated, and the data opened, before any model is loaded.
 """
 
 from __future__ import annotations
@@ -28,11 +28,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"error: {err}\n")
     unsloth = import_unsloth_first()
     from train.backend import load_policy
+    from train.data import stream_episodes
     from train.trainer import train
 
-    policy = load_policy(params)
+    try:  # datasets: no data files, no such split, a hidden split
+        stream = stream_episodes(params.data, params.split, revision=params.revision)
+    except (ValueError, FileNotFoundError) as err:
+        parser.exit(2, f"error: train.data {params.data!r}, split {params.split!r}: {err}\n")
+    try:  # transformers: neither a local model folder nor a Hub model id
+        policy = load_policy(params)
+    except OSError as err:
+        parser.exit(2, f"error: train.model {params.model!r}: {err}\n")
     logger.info("backend %s, mode %s, model %s, data %s", policy.backend, params.mode, params.model, params.data)
-    history = train(params, policy)
+    history = train(params, policy, stream)
     logger.info("done: %d log entries, outputs in %s (unsloth: %s)", len(history), params.output_dir, unsloth)
     return 0
 

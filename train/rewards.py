@@ -17,13 +17,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from pipeline.schema import NUM_DOCS
+from reward_api.game import MAX_ANSWER_CHARS
 from reward_api.scoring import Breakdown, EpisodeKey, score_submission_key
 
 # Longer completions are not searched: scanning them costs more than they could be worth.
 MAX_COMPLETION_CHARS = 32_768
 # At most this many "{" positions are tried as the start of a JSON object.
 MAX_JSON_CANDIDATES = 64
-MAX_ANSWER_CHARS = 512
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _DECODER = json.JSONDecoder()
 

@@ -10,12 +10,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from datasets import IterableDataset
 from trl import GRPOConfig, GRPOTrainer
 from trl.chat_template_utils import qwen2_5_chat_template, supports_tool_calling
 
 from train.backend import Policy
 from train.config import TrainParams
-from train.data import grpo_rows, stream_episodes
+from train.data import grpo_rows
 from train.plots import write_curves
 from train.rewards import episode_reward, format_reward
 from train.tools import ContextCorruptionEnv
@@ -57,8 +58,8 @@ def ensure_tool_template(tokenizer: Any) -> None:
     tokenizer.chat_template = qwen2_5_chat_template
 
 
-def build_trainer(params: TrainParams, policy: Policy) -> GRPOTrainer:
-    stream = stream_episodes(params.data, params.split, revision=params.revision)
+def build_trainer(params: TrainParams, policy: Policy, stream: IterableDataset) -> GRPOTrainer:
+    """`stream`: the raw episodes (`train.data.stream_episodes`), opened before the model is loaded."""
     kwargs: dict[str, Any] = {}
     if params.mode == "tools":
         ensure_tool_template(policy.tokenizer)
@@ -75,9 +76,9 @@ def build_trainer(params: TrainParams, policy: Policy) -> GRPOTrainer:
     )
 
 
-def train(params: TrainParams, policy: Policy) -> list[dict]:
+def train(params: TrainParams, policy: Policy, stream: IterableDataset) -> list[dict]:
     """Train, then save the adapter, `log_history.json` and the curves in `output_dir`; returns the log history."""
-    trainer = build_trainer(params, policy)
+    trainer = build_trainer(params, policy, stream)
     trainer.train()
     out = Path(params.output_dir)
     trainer.save_model(str(out))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -35,11 +36,22 @@ def test_the_repository_params_file_is_valid():
         ({"max_steps": 5, "lora": {"r": 16, "alpha": 2}}, "train.lora.alpha"),
         ({"max_steps": 5, "report_to": "mlflow"}, "train.report_to"),
         ({"max_steps": 5, "num_generations": 3}, "must be a multiple of num_generations (3)"),
+        ({"max_steps": 5, "mode": "tools", "format_reward_weight": 1.0}, "format_reward_weight applies to mode one"),
     ],
 )
 def test_bad_keys_fail_naming_the_key(write_params, section, named):
     with pytest.raises(ParamsError, match=named.replace("(", r"\(").replace(")", r"\)")):
         load_train_params(write_params(section))
+
+
+def test_generation_batches_count_every_process(write_params, monkeypatch):
+    """TRL's rule: per-device batch × accumulation × processes holds whole groups (2 GPUs: 2 × 2 × 2 = 8)."""
+    section = {"max_steps": 5, "num_generations": 8, "per_device_train_batch_size": 2}
+    section["gradient_accumulation_steps"] = 2
+    with pytest.raises(ParamsError, match=r"processes \(WORLD_SIZE 1\) = 4 must be a multiple"):
+        load_train_params(write_params(section))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert load_train_params(write_params(section)).num_generations == 8
 
 
 def test_missing_section_and_file(tmp_path):
@@ -57,3 +69,19 @@ def test_command_line_exits_2_naming_the_key_before_loading_a_model(write_params
     assert run.returncode == 2
     assert "train.per_device_train_batch_size: Input should be greater than 0" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_command_line_refuses_missing_data_or_model_in_one_line(write_params, episodes_dir, tmp_path):
+    """The data is opened before the model loads; a model that cannot load is one line, not a traceback."""
+    cases = [
+        ({"data": str(tmp_path / "absent")}, "error: train.data"),
+        ({"data": str(episodes_dir), "split": "test", "model": str(tmp_path / "no-model")}, "error: train.model"),
+    ]
+    for (change, message), model_loaded in zip(cases, (False, True), strict=True):
+        path = write_params({"max_steps": 5, "num_generations": 2, "per_device_train_batch_size": 2, **change})
+        env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+        cmd = [sys.executable, "-m", "train.grpo", "--params", str(path)]
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+        assert run.returncode == 2 and message in run.stderr, run.stderr[-2000:]
+        assert "Traceback" not in run.stderr
+        assert ("train.backend" in run.stderr) == model_loaded  # bad data is refused before the model loads

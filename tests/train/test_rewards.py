@@ -56,7 +56,7 @@ def test_finds_the_last_valid_json_outside_thinking(text):
         '{"answer": "Paris", "confidence": Infinity}',
         '{"answer": "Paris", "confidence": "0.9"}',
         '{"answer": ["Paris"], "confidence": 0.9}',
-        '{"answer": "' + "x" * 600 + '", "confidence": 0.9}',  # answer too long
+        '{"answer": "' + "x" * 1001 + '", "confidence": 0.9}',  # answer over the API's limit
         '{"nested": {"answer": "Paris", "flagged_ids": [], "confidence": 0.9}}',
         '<think>{"answer": "Paris", "flagged_ids": [], "confidence": 0.9}',  # unclosed thinking
         "[" * 50_000 + "]" * 50_000,  # huge and deeply nested
@@ -94,6 +94,14 @@ def test_reward_equals_playing_the_trace_through_the_server_game(answer, flagged
     )
     key = EpisodeKey.from_row("Paris", ["paris france"], corrupt, 12)
     assert got == [play(0, submission_moves(answer, flagged, confidence), key).breakdown["total"]]
+
+
+def test_an_answer_up_to_the_api_limit_is_scored_as_the_server_scores_it():
+    answer = "Lyon " + "x" * 600  # over the 512 characters training once allowed, under the API's 1,000
+    text = json.dumps({"answer": answer, "flagged_ids": [1], "confidence": 0.5})
+    got = episode_reward([[{"role": "assistant", "content": text}]], ["Paris"], [[]], [[1]], [12])
+    expected = play(0, submission_moves(answer, [1], 0.5), EpisodeKey.from_row("Paris", [], [1], 12))
+    assert got == [expected.breakdown["total"]] and expected.breakdown["confidence_calibration"] < 0
 
 
 def test_reward_functions_follow_trl_contract_and_log_parts():
