@@ -16,6 +16,7 @@ import gc
 import logging
 import os
 import secrets
+import socket
 import sys
 from pathlib import Path
 
@@ -38,8 +39,8 @@ class Settings(BaseSettings):
     revision: str | None = None
     answers: str | None = None
     host: str = "127.0.0.1"
-    port: int = 7860
-    cache_mb: float = DEFAULT_CACHE_MB
+    port: int = Field(default=7860, ge=0, le=65535)
+    cache_mb: float = Field(default=DEFAULT_CACHE_MB, ge=0, allow_inf_nan=False)
     access_log: bool = False
     api_token: SecretStr | None = None
     workers: int = Field(default=1, ge=1, le=64)
@@ -61,6 +62,24 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     )
     given = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
     return Settings(**given)
+
+
+def setting_errors(exc: ValidationError) -> str:
+    """One line naming each bad setting, what is wrong with it and the value given."""
+    return "; ".join(
+        f"{'.'.join(map(str, error['loc'])) or 'settings'}: {error['msg']} (got {error['input']!r})"
+        for error in exc.errors()
+    )
+
+
+def check_address(host: str, port: int) -> None:
+    """Bind host:port the way uvicorn will and let it go: OSError (a port in use, an unknown host) before any work.
+
+    uvicorn binds only after the app's start-up; what fails then is reported by uvicorn and exits 3.
+    """
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
 
 
 def try_it(host: str, port: int, first_id: int) -> str:
@@ -156,7 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = parse_settings(argv)
     except ValidationError as exc:
-        log.error("bad setting: %s", exc)
+        log.error("bad setting: %s", setting_errors(exc))
+        return 2
+    try:
+        check_address(settings.host, settings.port)
+    except OSError as exc:
+        log.error("cannot serve: %s:%d: %s", settings.host, settings.port, exc.strerror or exc)
         return 2
     skip_web_ui()
     try:

@@ -67,17 +67,29 @@ class KeyIndex:
     def __init__(self, sources: list[tuple[KeySource, ...]]) -> None:
         self._sources = sources
         self._shards: list[dict[str, pa.Array] | None] = [None] * len(sources)
-        self.ready = threading.Event()
+        self.ready = threading.Event()  # set when `load` ends: done, failed or stopped
+        self._stop = threading.Event()
+        self.thread: threading.Thread | None = None
 
     def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.load, name="answer-keys")
-        thread.start()
-        return thread
+        self.thread = threading.Thread(target=self.load, name="answer-keys")
+        self.thread.start()
+        return self.thread
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop loading after the shard being read (the loaded ones stay in use) and wait for the thread: at
+        server shutdown, so that no thread is inside pyarrow while the interpreter finalizes."""
+        self._stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout)
 
     def load(self) -> None:
         started = time.monotonic()
         try:
             for index, sources in enumerate(self._sources):
+                if self._stop.is_set():
+                    log.info("answer keys: loading stopped after %d of %d shards", index, len(self._sources))
+                    return
                 if sources:
                     self._shards[index] = {
                         name: column.combine_chunks() for source in sources for name, column in _read(source).items()

@@ -40,7 +40,7 @@ from reward_api.models import (
     TraceIn,
 )
 from reward_api.scoring import REWARD_VERSION, Breakdown, EpisodeKey, score_submission_key
-from reward_api.tasks import tasks_in_background
+from reward_api.tasks import BackgroundTiers
 from reward_api.views import ViewCache
 
 MAX_SESSIONS = 256
@@ -145,11 +145,14 @@ def _patch_openapi(app: FastAPI, patches: list) -> None:
 
 def _add_routes(app: FastAPI, backend: Backend) -> None:
     store = backend.store
-    tasks = tasks_in_background(store)  # measured from baseline agents, off the start-up path
-    views = ViewCache(store)  # opened or built in the background once the server has started
-    app.router.on_startup.append(views.start)
-    app.router.on_shutdown.append(views.close)
-    app.state.views = views
+    tiers = BackgroundTiers(store)  # measured from baseline agents, off the start-up path
+    views = ViewCache(store)  # opened or built in the background
+    # Background work starts with the server, not with the app, and is stopped and joined when the server shuts
+    # down (a start-up failure too: a port in use): a thread still inside pyarrow while the interpreter finalizes
+    # aborts the process. That includes the store's answer-key preload.
+    app.router.on_startup.extend([views.start, tiers.start])
+    app.router.on_shutdown.extend([views.close, tiers.stop, store.key_index.stop])
+    app.state.views, app.state.tiers = views, tiers
     store.view_bodies = views.body  # /reset and /step read a view from it too
 
     @app.get(
@@ -195,7 +198,8 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
     @app.get("/tasks", response_model=list[TaskOut], tags=["Episodes"], summary="Difficulty tiers")
     async def get_tasks() -> list[TaskOut]:
         """Tier k has k corrupt documents; `success_threshold` is measured from baseline agents (`threshold_rule`)."""
-        return await asyncio.wrap_future(tasks)
+        tiers.start()  # already started, unless the server runs without lifespan events
+        return await asyncio.wrap_future(tiers.future)
 
     @app.get("/manifest", tags=["Episodes"], summary="The dataset manifest")
     async def manifest() -> dict:

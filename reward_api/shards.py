@@ -1,9 +1,13 @@
 """Start-up checks of what the server reads: the manifest, every shard's footer, and a hidden split's answers.
 
 Each refusal is a StoreError naming the file and what is wrong with it, so a server never starts on a missing,
-truncated or foreign file. The answers folder of a build (`episodes.hidden_test`) must be the one its
-manifest binds: its manifest.json hashes to the episodes manifest's `answers_sha256`, it lists exactly the hidden
-splits' shards, and each answers file matches its size and sha256 (the test split only: a few MB).
+truncated or foreign file, nor on a manifest whose id ranges would send a request to the wrong row: the shards must
+tile the ids without gap or overlap, each split's range exactly, and each file's footer statistics must show the
+episode ids the manifest places in it (no row is read for that).
+
+The answers folder of a build (`episodes.hidden_test`) must be the one its manifest binds: its manifest.json hashes
+to the episodes manifest's `answers_sha256`, it lists exactly the hidden splits' shards, and each answers file
+matches its size and sha256 (the test split only: a few MB).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ def _load(path: Path, model: type[BaseModel], hint: str) -> BaseModel:
         return model.model_validate_json(path.read_bytes())
     except FileNotFoundError as exc:
         raise StoreError(f"{path}: missing; {hint}") from exc
+    except OSError as exc:  # a folder, unreadable, ...
+        raise StoreError(f"{path}: cannot be read ({exc.strerror or exc}); {hint}") from exc
     except ValidationError as exc:
         raise StoreError(f"{path}: not a valid manifest: {exc}") from exc
 
@@ -42,7 +48,39 @@ def read_manifest(root: Path) -> Manifest:
             f"{path}: built for schema {manifest.schema_version} / reward {manifest.reward_version}, this server "
             f"serves schema {SCHEMA_VERSION} / reward {REWARD_VERSION}"
         )
+    problems = range_problems(manifest)
+    if problems:
+        raise StoreError(f"{path}: " + "; ".join(problems))
     return manifest
+
+
+def range_problems(manifest: Manifest) -> list[str]:
+    """What is wrong with the manifest's id ranges: the store finds an episode by arithmetic on them.
+
+    Shards in id order must follow each other without gap or overlap from id 0, and each split's shards must
+    cover exactly its range. (pipeline.filechecks checks a build alike; the server image ships without it.)
+    """
+    if not manifest.shards:
+        return ["lists no shards: nothing to serve"]
+    problems = []
+    expected = 0
+    for shard in sorted(manifest.shards, key=lambda s: s.first_id):
+        if shard.split not in manifest.splits:
+            problems.append(f"{shard.path}: split {shard.split!r} is not one of {sorted(manifest.splits)}")
+        if shard.first_id != expected:
+            kind = "overlaps the shard before it" if shard.first_id < expected else "leaves ids before it unlisted"
+            problems.append(f"{shard.path}: first_id {shard.first_id} {kind} (expected {expected})")
+        expected = max(expected, shard.first_id + shard.num_rows)
+    for name, split in manifest.splits.items():
+        own = [s for s in manifest.shards if s.split == name]
+        start = min((s.first_id for s in own), default=split.first_id)
+        end = max((s.first_id + s.num_rows for s in own), default=split.first_id)
+        held = sum(s.num_rows for s in own)  # end - start, unless another split's shard sits among its own
+        if (start, end, held) != (split.first_id, split.first_id + split.num_rows, split.num_rows):
+            holds = f"{held} ids in {start}..{end - 1}" if own else "no id"
+            last = split.first_id + split.num_rows - 1
+            problems.append(f"split {name}: its shards hold {holds}, the manifest says {split.first_id}..{last}")
+    return problems
 
 
 def open_shard(root: Path, info: ShardInfo, row_group_rows: int, schema: pa.Schema) -> pq.ParquetFile:
@@ -70,9 +108,29 @@ def open_shard(root: Path, info: ShardInfo, row_group_rows: int, schema: pa.Sche
     sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
     if any(size != row_group_rows for size in sizes[:-1]) or (sizes and sizes[-1] > row_group_rows):
         problems.append(f"row groups must hold {row_group_rows} rows (the last may hold fewer), got {sizes[:8]}...")
+    if not problems:
+        problems = id_problems(meta, info, row_group_rows)
     if problems:
         raise StoreError(f"{path}: " + "; ".join(problems))
     return handle
+
+
+def id_problems(meta: pq.FileMetaData, info: ShardInfo, row_group_rows: int) -> list[str]:
+    """Row groups whose episode ids (min and max, from the footer's statistics) are not the ones the manifest
+    places there: group g of a shard holds ids first_id + g * row_group_rows onwards. ~5 us a row group."""
+    column = [meta.schema.column(j).path for j in range(meta.num_columns)].index("episode_id")
+    for group in range(meta.num_row_groups):
+        chunk = meta.row_group(group)
+        stats = chunk.column(column).statistics
+        low = info.first_id + group * row_group_rows
+        if stats is None or not stats.has_min_max:
+            return [f"row group {group} has no episode_id statistics in its footer (not written by the pipeline?)"]
+        if (stats.min, stats.max) != (low, low + chunk.num_rows - 1):
+            return [
+                f"row group {group} holds episode ids {stats.min}..{stats.max}, the manifest places "
+                f"{low}..{low + chunk.num_rows - 1} there (first_id {info.first_id}: wrong shard range?)"
+            ]
+    return []
 
 
 def check_answers(root: Path, manifest: Manifest) -> dict[str, ShardInfo]:

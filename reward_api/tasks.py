@@ -5,7 +5,7 @@ A tier's threshold sits halfway between two baseline agents' mean rewards over i
 and 'oracle' (a perfect play). Success thus means more than answering correctly: it needs corrupt documents
 found. The agents (`reward_api.agents`) are played in-process with the server's own scoring, so the figures
 are deterministic per dataset and equal to what `python -m reward_api.baselines` reports for it. Measuring
-1,024 episodes takes ~4 s of CPU on the default build (the reader dominates), hence `tasks_in_background`.
+1,024 episodes takes ~4 s of CPU on the default build (the reader dominates), hence `BackgroundTiers`.
 
 A tier with no validation episode (or no dataset) falls back to a threshold from the reward formula alone:
 the reward of the weakest play still called a success (correct answer, half of the corrupt documents
@@ -42,6 +42,10 @@ FORMULA_RULE = (
 )
 
 
+class Stopped(Exception):
+    """Measuring was stopped before it was done (the server is shutting down)."""
+
+
 class TierMeans(NamedTuple):
     episodes: int
     majority: float
@@ -60,8 +64,12 @@ def success_threshold(corrupt_docs: int) -> float:
     return score_key("answer", flagged, 0.0, MAX_BUDGET, key)["total"]
 
 
-def tier_means(store: EpisodeStore, task: str, episodes: int = THRESHOLD_EPISODES) -> TierMeans | None:
-    """'majority' and 'oracle' mean rewards (4 decimals, like the baselines' metrics); None without episodes."""
+def tier_means(
+    store: EpisodeStore, task: str, episodes: int = THRESHOLD_EPISODES, stop: threading.Event | None = None
+) -> TierMeans | None:
+    """'majority' and 'oracle' mean rewards (4 decimals, like the baselines' metrics); None without episodes.
+
+    Stopped once `stop` is set (looked at before each episode)."""
     try:
         ids = store.ids_of(THRESHOLD_SPLIT, task)[:episodes].tolist()
     except EpisodeNotFound:  # a dataset without a validation split
@@ -69,7 +77,9 @@ def tier_means(store: EpisodeStore, task: str, episodes: int = THRESHOLD_EPISODE
     if not ids:
         return None
     majority = oracle = 0.0
-    for episode_id in ids:
+    for done, episode_id in enumerate(ids):
+        if stop is not None and stop.is_set():
+            raise Stopped(f"tier {task}: stopped after {done} of {len(ids)} episodes")
         key = store.key(episode_id)
         agent = reader_submissions(store.view(episode_id))["majority"]
         best = oracle_submission(episode_id, min(key.accepted), key.corrupt)  # any accepted form is the answer
@@ -78,11 +88,13 @@ def tier_means(store: EpisodeStore, task: str, episodes: int = THRESHOLD_EPISODE
     return TierMeans(len(ids), round(majority / len(ids), 4), round(oracle / len(ids), 4))
 
 
-def task_list(store: EpisodeStore | None = None, episodes: int = THRESHOLD_EPISODES) -> list[TaskOut]:
+def task_list(
+    store: EpisodeStore | None = None, episodes: int = THRESHOLD_EPISODES, stop: threading.Event | None = None
+) -> list[TaskOut]:
     """The tiers of GET /tasks; thresholds measured on `store` (the formula's for every tier without one)."""
     tiers = []
     for k, name in enumerate(TASKS, start=1):
-        means = None if store is None else tier_means(store, name, episodes)
+        means = None if store is None else tier_means(store, name, episodes, stop)
         common = {"name": name, "corrupt_docs": k, "description": DESCRIPTIONS[name]}
         if means is None:
             tiers.append(TaskOut(**common, success_threshold=success_threshold(k), threshold_rule=FORMULA_RULE))
@@ -99,15 +111,35 @@ def task_list(store: EpisodeStore | None = None, episodes: int = THRESHOLD_EPISO
     return tiers
 
 
-def tasks_in_background(store: EpisodeStore) -> Future[list[TaskOut]]:
-    """Start measuring `task_list(store)` in a daemon thread (at server start-up, so start-up does not wait)."""
-    future: Future[list[TaskOut]] = Future()
+class BackgroundTiers:
+    """`task_list(store)` measured in a thread of its own, started with the server so that start-up does not wait.
 
-    def measure() -> None:
+    `stop` (at server shutdown) ends the measuring within an episode and waits for the thread: a thread still
+    reading Parquet while the interpreter finalizes aborts the process. `future` then holds Stopped.
+    """
+
+    def __init__(self, store: EpisodeStore) -> None:
+        self._store = store
+        self.future: Future[list[TaskOut]] = Future()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start measuring; once only, and not after `stop`."""
+        with self._lock:
+            if self.thread is None and not self._stop.is_set():
+                self.thread = threading.Thread(target=self._measure, name="task-thresholds", daemon=True)
+                self.thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        with self._lock:
+            self._stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout)
+
+    def _measure(self) -> None:
         try:
-            future.set_result(task_list(store))
+            self.future.set_result(task_list(self._store, stop=self._stop))
         except BaseException as exc:  # handed to whoever awaits the tiers
-            future.set_exception(exc)
-
-    threading.Thread(target=measure, name="task-thresholds", daemon=True).start()
-    return future
+            self.future.set_exception(exc)

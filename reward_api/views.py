@@ -54,6 +54,7 @@ FOOTER = struct.Struct("<8sQQQI")  # magic, rows, dictionary bytes, frames bytes
 LEVEL = 3  # level 9 saves ~20% more bytes at 3-5x the build time
 DICT_BYTES, DICT_SAMPLES = 32 * 1024, 512  # measured: larger dictionaries or samples gain ~1%, cost memory
 CHUNK = 1 << 20
+LOCK_POLL_S = 0.1  # how often a shard built by another process is looked at again (and a close noticed)
 
 
 class ViewCacheError(RuntimeError):
@@ -165,12 +166,12 @@ class ShardViews:
 
 
 @contextmanager
-def _flock(path: Path, wait: bool) -> Iterator[bool]:
-    """Hold an exclusive lock on `path` (True), or False at once when another holder has it and not `wait`."""
+def _flock(path: Path) -> Iterator[bool]:
+    """Hold an exclusive lock on `path` (True), or False at once when another holder has it."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             held = True
         except BlockingIOError:
             held = False
@@ -194,11 +195,12 @@ class ViewCache:
         self._stop = threading.Event()
         self._checked = False
         self._in_use = -1  # fd of the folder's in-use lock, taken by ensure
+        self.thread: threading.Thread | None = None
 
     def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self._run, name="agent-views", daemon=True)
-        thread.start()
-        return thread
+        self.thread = threading.Thread(target=self._run, name="agent-views", daemon=True)
+        self.thread.start()
+        return self.thread
 
     def body(self, episode_id: int) -> bytes | None:
         """The response body of `episode_id`, or None while its shard is not ready; EpisodeNotFound if unknown."""
@@ -216,29 +218,36 @@ class ViewCache:
     def ensure(self) -> list[int]:
         """Open every shard's views, building the missing or broken ones; returns the shards built by this call.
 
-        A shard being built elsewhere is skipped for another while there is one, then waited for.
+        A shard being built elsewhere is skipped for another while there is one, then looked at again every
+        LOCK_POLL_S until it is built; a close stops the wait (_Stopped), as it stops a build.
         """
         if self._in_use < 0:
             self._in_use = hold(self.folder)
         pending = [index for index, views in enumerate(self._shards) if views is None and not self._open(index)]
-        built, wait = [], False
+        built = []
         while pending:
             claimed = False
-            for index in pending[:1] if wait else list(pending):
-                with _flock(self._file(index).with_suffix(".lock"), wait) as held:
+            for index in list(pending):
+                with _flock(self._file(index).with_suffix(".lock")) as held:
                     if held:
                         if not self._open(index):
                             self._build(index)
                             built.append(index)
                         pending.remove(index)
                         claimed = True
-            wait = not claimed
+            if not claimed and self._stop.wait(LOCK_POLL_S):
+                raise _Stopped
         self.ready.set()
         return built
 
-    def close(self) -> None:
-        """Stop a build in progress (its temporary file is removed) and close the files."""
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop a build in progress (its temporary file is removed), wait for `start`'s thread, close the files.
+
+        The server calls it at shutdown: a thread still inside pyarrow while the interpreter finalizes aborts it.
+        """
         self._stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout)
         for index, views in enumerate(self._shards):
             self._shards[index] = None
             if views is not None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from reward_api.localserver import free_port, wait_healthy
 from tests.hubstandin import hub_standin, publish
@@ -53,6 +55,73 @@ def test_a_broken_folder_exits_2_naming_the_file(served_dir, tmp_path):
     proc = _run("--data", str(root), "--port", str(free_port()))
     output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 2 and f"{victim.name}: shard listed in the manifest is missing" in output
+
+
+def _finish(proc: subprocess.Popen, timeout: float = 60) -> str:
+    """The output of a process expected to exit by itself; killed if it serves instead."""
+    try:
+        return proc.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()[0]
+
+
+def _one_error(output: str, error: str) -> None:
+    """Refused on one line saying why: no traceback, no abort (a core dump's "Fatal Python error")."""
+    assert error in output and "Traceback" not in output and "Fatal Python error" not in output, output
+    assert len([line for line in output.splitlines() if " ERROR " in line]) == 1, output
+
+
+def test_a_port_in_use_exits_2_before_any_work(served_dir):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = _run("--data", str(served_dir), "--port", str(port))
+        output = _finish(proc)
+    assert proc.returncode == 2, output
+    _one_error(output, f"cannot serve: 127.0.0.1:{port}: Address already in use")
+    assert "serving" not in output  # refused before the store was opened
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("--port", "99999"), "bad setting: port: Input should be less than or equal to 65535 (got 99999)"),
+        (("--port", "-1"), "bad setting: port: Input should be greater than or equal to 0 (got -1)"),
+        (("--cache-mb", "nan"), "bad setting: cache_mb: Input should be a finite number (got nan)"),
+        (("--cache-mb", "inf"), "bad setting: cache_mb: Input should be a finite number (got inf)"),
+        (("--cache-mb", "-1"), "bad setting: cache_mb: Input should be greater than or equal to 0 (got -1.0)"),
+    ],
+)
+def test_an_out_of_range_setting_exits_2_naming_it(served_dir, args, error):
+    proc = _run("--data", str(served_dir), *args)
+    output = _finish(proc)
+    assert proc.returncode == 2, output
+    _one_error(output, error)
+
+
+def _manifest_without_shards(root: Path) -> str:
+    manifest = json.loads((root / "manifest.json").read_text())
+    (root / "manifest.json").write_text(json.dumps({**manifest, "shards": []}))
+    return "manifest.json: lists no shards: nothing to serve"
+
+
+def _manifest_a_folder(root: Path) -> str:
+    (root / "manifest.json").unlink()
+    (root / "manifest.json").mkdir()
+    return "manifest.json: cannot be read (Is a directory)"
+
+
+@pytest.mark.parametrize("damage", [_manifest_without_shards, _manifest_a_folder])
+def test_a_malformed_manifest_exits_2_naming_it(served_dir, tmp_path, damage):
+    root = tmp_path / "malformed"
+    shutil.copytree(served_dir, root)
+    error = damage(root)
+    proc = _run("--data", str(root), "--port", str(free_port()))
+    output = _finish(proc)
+    assert proc.returncode == 2, output
+    _one_error(output, f"cannot serve: {root}/{error}")
 
 
 def test_data_can_come_from_the_environment(tmp_path):

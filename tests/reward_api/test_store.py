@@ -107,9 +107,11 @@ def test_broken_shard_of_the_right_size_stops_start_up(served_dir, tmp_path):
 def test_manifest_that_disagrees_with_a_footer_is_refused(served_dir, tmp_path):
     root = _copy(served_dir, tmp_path)
     manifest = json.loads((root / "manifest.json").read_text())
-    manifest["shards"][0]["num_rows"] += 1
+    last = manifest["shards"][-1]
+    last["num_rows"] += 1  # the id ranges stay tiled: only the footer disagrees
+    manifest["splits"][last["split"]]["num_rows"] += 1
     (root / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(StoreError, match=f"{manifest['shards'][0]['path']}: .*rows, manifest says"):
+    with pytest.raises(StoreError, match=f"{last['path']}: .*rows, manifest says"):
         EpisodeStore(root)
 
 
@@ -118,6 +120,58 @@ def test_missing_or_invalid_manifest_is_refused(tmp_path):
         EpisodeStore(tmp_path)
     (tmp_path / "manifest.json").write_text("{}")
     with pytest.raises(StoreError, match="manifest.json: not a valid manifest"):
+        EpisodeStore(tmp_path)
+
+
+def _edit_manifest(served_dir, tmp_path, edit) -> tuple:
+    root = _copy(served_dir, tmp_path)
+    manifest = json.loads((root / "manifest.json").read_text())
+    edit(manifest)
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return root, manifest
+
+
+def _swap_first_ids(manifest: dict) -> None:
+    first, second = manifest["shards"][:2]
+    first["first_id"], second["first_id"] = second["first_id"], first["first_id"]
+
+
+def _swap_files(manifest: dict) -> None:
+    """The validation and test entries point at each other's file: same rows and row groups, ranges still tiled."""
+    validation, test = (next(s for s in manifest["shards"] if s["split"] == name) for name in ("validation", "test"))
+    assert (validation["num_rows"], validation["num_row_groups"]) == (test["num_rows"], test["num_row_groups"])
+    for field in ("path", "bytes", "sha256"):
+        validation[field], test[field] = test[field], validation[field]
+
+
+@pytest.mark.parametrize(
+    ("edit", "error"),
+    [
+        (_swap_first_ids, r"manifest.json: data/train-00000-\S+ first_id \d+ leaves ids before it unlisted"),
+        (lambda m: m["shards"][-1].update(first_id=m["shards"][-1]["first_id"] - 1), "overlaps the shard before it"),
+        (lambda m: m["splits"]["test"].update(num_rows=m["splits"]["test"]["num_rows"] - 1), "split test: its shards"),
+        (lambda m: m["shards"][-1].update(split="dev"), "split 'dev' is not one of"),
+        (lambda m: m.update(shards=[]), "manifest.json: lists no shards"),
+    ],
+)
+def test_a_manifest_whose_id_ranges_do_not_tile_is_refused(served_dir, tmp_path, edit, error):
+    root, _ = _edit_manifest(served_dir, tmp_path, edit)
+    with pytest.raises(StoreError, match=error):
+        EpisodeStore(root, preload_keys=False)
+
+
+def test_a_shard_whose_footer_holds_other_ids_than_the_manifest_says_is_refused(served_dir, tmp_path):
+    """Ranges that tile but name the wrong files: only the footers' episode_id statistics tell."""
+    root, manifest = _edit_manifest(served_dir, tmp_path, _swap_files)
+    validation = next(s for s in manifest["shards"] if s["split"] == "validation")  # now the test split's file
+    test_ids = manifest["splits"]["test"]["first_id"]
+    with pytest.raises(StoreError, match=f"{validation['path']}: row group 0 holds episode ids {test_ids}\\.\\."):
+        EpisodeStore(root, preload_keys=False)
+
+
+def test_a_manifest_that_is_a_folder_is_refused(tmp_path):
+    (tmp_path / "manifest.json").mkdir()
+    with pytest.raises(StoreError, match=r"manifest.json: cannot be read \(Is a directory\)"):
         EpisodeStore(tmp_path)
 
 

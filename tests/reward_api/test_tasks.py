@@ -3,6 +3,7 @@ against a recomputation from the dataset files; the formula fallback for a tier 
 
 from __future__ import annotations
 
+import threading
 from statistics import fmean
 
 import pytest
@@ -13,7 +14,14 @@ from pipeline.schema import TASKS, VISIBLE_COLUMNS
 from reward_api.agents import reader_submissions
 from reward_api.scoring import score_submission_key
 from reward_api.store import EpisodeStore
-from reward_api.tasks import FORMULA_RULE, MEASURED_RULE, success_threshold, task_list, tasks_in_background
+from reward_api.tasks import (
+    FORMULA_RULE,
+    MEASURED_RULE,
+    BackgroundTiers,
+    Stopped,
+    success_threshold,
+    task_list,
+)
 from tests.conftest import SEED
 from tests.reward_api.conftest import truth_key
 
@@ -49,7 +57,30 @@ def test_thresholds_are_the_midpoint_of_majority_and_oracle_on_the_validation_sp
 def test_thresholds_are_deterministic_and_measured_in_the_background_alike(backend, served_dir):
     tiers = task_list(backend.store)
     assert task_list(EpisodeStore(served_dir, cache_mb=0, preload_keys=False)) == tiers
-    assert tasks_in_background(backend.store).result(timeout=120) == tiers
+    background = BackgroundTiers(backend.store)
+    background.start()
+    assert background.future.result(timeout=120) == tiers
+    background.stop()
+    assert not background.thread.is_alive()
+
+
+def test_measuring_stops_when_asked_and_its_thread_is_joined(backend):
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(Stopped, match="tier easy: stopped after 0 of"):
+        task_list(backend.store, stop=stop)
+    background = BackgroundTiers(backend.store)
+    background.stop()
+    background.start()  # after stop: nothing starts
+    assert background.thread is None and not background.future.done()
+
+
+def test_stopping_a_measurement_in_progress_ends_it_with_stopped(served_dir):
+    background = BackgroundTiers(EpisodeStore(served_dir, cache_mb=0, preload_keys=False))  # cold: ~1 s to measure
+    background.start()
+    background.stop()
+    assert not background.thread.is_alive()
+    assert isinstance(background.future.exception(timeout=0), Stopped)
 
 
 def test_a_tier_without_validation_episodes_falls_back_to_the_formula(facts_dir, tmp_path):
