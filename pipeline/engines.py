@@ -5,13 +5,20 @@ name, then a rename) and returns its ShardInfo. A shard is a pure function of (s
 the same bytes whichever engine, worker or node wrote them, and a retried task simply overwrites its file.
 On a multi-node Ray cluster every node must see the staging folder at the same path (a shared filesystem:
 NFS, Lustre, a mounted bucket) and run the same package versions (the manifest records the driver's).
+A local pool's workers die with the stage process: a stage killed outright (SIGKILL) leaves no worker writing into
+the staging folder that a re-run deletes.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -21,6 +28,8 @@ from pipeline.writer import ShardPlan
 log = logging.getLogger(__name__)
 RAY_MAX_RETRIES = 3  # runs of a task again after its worker process or node died
 _POLL_S = 0.5  # how often the Ray driver collects finished shards for the progress callback
+_WATCH_S = 0.2  # how often a local worker without PR_SET_PDEATHSIG checks that its stage process is alive
+_PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): the signal this process gets when its parent dies
 
 Write = Callable[[ShardPlan], ShardInfo]
 Setup = Callable[..., None]
@@ -32,18 +41,25 @@ def run_local(
 ) -> list[ShardInfo]:
     """The shards over `workers` spawned processes (in this process when workers == 1), in plan order.
 
-    `setup(*setup_args)` runs once in each process before its first shard (it loads what `write` reads).
+    `setup(*setup_args)` runs once in each process before its first shard (it loads what `write` reads). Each
+    worker dies with this process (`_start_worker`); `write` should call `stop_if_orphaned` before it writes.
     """
     if workers == 1:
         setup(*setup_args)
         return [_reported(write(plan), progress) for plan in plans]
-    # spawn, not fork: polars and pyarrow hold thread pools that a forked child must not inherit.
+    # spawn, not fork: polars and pyarrow hold thread pools that a forked child must not inherit. The workers are
+    # started by this thread, which waits here until they are done (PR_SET_PDEATHSIG fires when it ends).
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=setup, initargs=setup_args) as pool:
+    start = (os.getpid(), setup, *setup_args)
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=start) as pool:
         futures = {pool.submit(write, plan): i for i, plan in enumerate(plans)}
         infos: list[ShardInfo | None] = [None] * len(plans)
-        for future in as_completed(futures):
-            infos[futures[future]] = _reported(future.result(), progress)
+        try:
+            for future in as_completed(futures):
+                infos[futures[future]] = _reported(future.result(), progress)
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # a shard failed or the build was interrupted: start no other
+            raise
     return infos
 
 
@@ -109,6 +125,42 @@ def _ray_shard(write: Write, setup: Setup, shared: list, plan: ShardPlan) -> Sha
         setup(*ray.get(shared[0]))
         _READY["build"] = key
     return write(plan)
+
+
+_PARENT: dict[str, int] = {}  # in a local pool's worker: the pid of the stage process that started it
+
+
+def _start_worker(parent: int, setup: Setup, *setup_args) -> None:
+    """A local pool worker's initializer: tie the worker's life to its stage process `parent`, then `setup`."""
+    _PARENT["pid"] = parent
+    if not _kill_on_parent_death():
+        threading.Thread(target=watch_parent, args=(parent, _WATCH_S), name="watch-parent", daemon=True).start()
+    stop_if_orphaned()  # the stage died before the line above took effect
+    setup(*setup_args)
+
+
+def _kill_on_parent_death() -> bool:
+    """Have Linux SIGKILL this process the moment its parent dies (prctl PR_SET_PDEATHSIG); False elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # no C library to load, or no prctl in it
+        return False
+
+
+def watch_parent(parent: int, interval: float) -> None:
+    """The portable fallback: end this process once `parent` is no longer its parent (checked every `interval` s)."""
+    while os.getppid() == parent:
+        time.sleep(interval)
+    os._exit(1)
+
+
+def stop_if_orphaned() -> None:
+    """In a local pool's worker whose stage process is gone: end the worker at once, so it publishes no shard into
+    the staging folder a re-run deletes. Elsewhere (a one-process build, a Ray worker) it does nothing."""
+    if "pid" in _PARENT and os.getppid() != _PARENT["pid"]:
+        os._exit(1)
 
 
 def _reported(info: ShardInfo, progress: Progress) -> ShardInfo:

@@ -11,6 +11,7 @@ stages the output so it appears atomically.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +31,7 @@ from tqdm import tqdm
 from pipeline import corruption, documents, engines
 from pipeline.card import write_card
 from pipeline.checksums import file_sha256
-from pipeline.params import DEFAULT_PARAMS, EpisodesParams, params_hash, read_params, section, seed
+from pipeline.params import DEFAULT_PARAMS, EpisodesParams, ParamsError, params_hash, read_params, section, seed
 from pipeline.pools import Pools, build_pools
 from pipeline.randomness import bits, integers, permutations
 from pipeline.schema import (
@@ -38,8 +39,10 @@ from pipeline.schema import (
     CORRUPTION_LEVELS,
     DOCUMENT_TYPE,
     EPISODE_SCHEMA,
+    FACT_SCHEMA,
     MAX_BUDGET,
     NUM_DOCS,
+    SPLITS,
     TASKS,
     AnswersManifest,
     Manifest,
@@ -285,12 +288,33 @@ CHUNK_ROWS = 8192  # episodes generated at once inside a shard: bounds the worki
 _WORKER: dict = {}
 
 
-def _start_worker(facts_path: Path, seed: int) -> None:
-    """Each worker loads the facts and builds the pools once; splits are prepared on first use."""
-    _install(pq.ParquetFile(facts_path).read(), seed)  # read_table would import pyarrow.dataset: 0.3 s
+class FactsError(RuntimeError):
+    """The facts table is missing or unreadable; the message names the file and says how to rebuild it."""
+
+
+def read_facts(facts_dir: Path) -> tuple[pa.Table, str]:
+    """The facts table and the sha256 of its file, read once: the bytes hashed for the manifest are the bytes
+    parsed. FactsError names the file when it is missing, not Parquet, not a facts table, or lacks a split."""
+    path = Path(facts_dir) / FACTS_FILE
+    rebuild = "run the facts stage (python -m pipeline.facts)"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FactsError(f"{path}: no facts table; {rebuild} first") from None
+    try:
+        # ParquetFile, not read_table: read_table would import pyarrow.dataset (0.3 s)
+        facts = pq.ParquetFile(pa.BufferReader(data)).read()
+    except (pa.ArrowException, OSError) as err:
+        raise FactsError(f"{path}: not a Parquet file ({' '.join(str(err).split())}); re-{rebuild}") from None
+    if not facts.schema.equals(FACT_SCHEMA, check_metadata=False):
+        raise FactsError(f"{path}: not a facts table (its columns are not FACT_SCHEMA's); re-{rebuild}")
+    if missing := sorted(set(SPLITS) - set(facts.column("split").unique().to_pylist())):
+        raise FactsError(f"{path}: no fact in split(s) {missing}; episodes need facts in every split")
+    return facts, hashlib.sha256(data).hexdigest()
 
 
 def _install(facts: pa.Table, seed: int) -> None:
+    """Each worker gets the facts and builds the pools once; splits are prepared on first use."""
     _WORKER.clear()
     _WORKER.update(facts=facts, pools=build_pools(seed), seed=seed)
 
@@ -305,6 +329,7 @@ def _shard_table(plan: ShardPlan) -> pa.Table:
     ctx = _split_facts(plan.split)
     ids = np.arange(plan.first_id, plan.first_id + plan.num_rows, dtype=np.int64)
     chunks = [generate(ctx, _WORKER["seed"], ids[i : i + CHUNK_ROWS]) for i in range(0, len(ids), CHUNK_ROWS)]
+    engines.stop_if_orphaned()  # a local worker whose stage is gone writes nothing into its staging folder
     return pa.concat_tables(chunks)
 
 
@@ -319,13 +344,6 @@ def _write_hiding(
     if plan.split not in hidden:
         return _write(plan, root, row_group_rows)
     return write_hidden_shard(_shard_table(plan), root, answers, plan, row_group_rows)
-
-
-def facts_sha256(facts_dir: Path) -> str:
-    path = Path(facts_dir) / FACTS_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no facts table; run the facts stage first (python -m pipeline.facts)")
-    return file_sha256(path)
 
 
 def build_episodes(
@@ -344,15 +362,15 @@ def build_episodes(
     for any `params.workers` and `params.engine`: shards are pure functions of (seed, ids). With
     `answers_dir` (required when `params.hidden_test`), the ground truth of the hidden splits goes there, with
     its own manifest.json (replaced atomically too, just before out_dir, whose manifest binds it by checksum).
+    The facts are read here, once, so a missing or corrupt table fails (FactsError) before any work.
     """
-    facts_hash = facts_sha256(facts_dir)
+    facts, facts_hash = read_facts(facts_dir)
     hidden = params.hidden_splits()
     if hidden and answers_dir is None:
         raise ValueError(
             "episodes.hidden_test is true: pass answers_dir, the folder for the test split's ground truth"
         )
     plans = params.shard_plans()
-    facts_path = Path(facts_dir) / FACTS_FILE
     digest = params_hash(seed, params.content(), facts_hash)
     with staging(Path(out_dir)) as root, _answers_staging(answers_dir) as answers:
         args = {"root": root, "row_group_rows": params.row_group_rows}
@@ -361,11 +379,11 @@ def build_episodes(
             if hidden
             else partial(_write, **args)
         )
+        setup = (facts, seed)
         if params.engine == "ray":
-            facts = (pq.read_table(facts_path), seed)
-            infos = engines.run_ray(plans, write, _install, facts, params.ray_address, params.workers, progress)
+            infos = engines.run_ray(plans, write, _install, setup, params.ray_address, params.workers, progress)
         else:
-            infos = engines.run_local(plans, write, _start_worker, (facts_path, seed), params.workers, progress)
+            infos = engines.run_local(plans, write, _install, setup, params.workers, progress)
         answers_sha256 = _answers_manifest(answers, plans, hidden, params.row_group_rows, digest)
         first = {plan.split: plan.first_id for plan in reversed(plans)}
         manifest = Manifest(
@@ -417,12 +435,16 @@ def main(
     answers_dir: Path | None = None,
 ) -> None:
     """The stage: always writes the answers folder (default: `answers` beside out_dir), a DVC output even when
-    nothing is hidden (then its manifest lists no shard)."""
+    nothing is hidden (then its manifest lists no shard). Bad params or a missing or corrupt facts table end it
+    with a one-line message (exit status 1) before any work."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    data = read_params(params_file)
-    seed_ = seed(data, params_file)
-    params = section(data, "episodes", EpisodesParams, params_file)
-    facts_sha256(facts_dir)
+    try:
+        data = read_params(params_file)
+        seed_ = seed(data, params_file)
+        params = section(data, "episodes", EpisodesParams, params_file)
+        read_facts(facts_dir)  # build_episodes reads it again: here it fails before the progress bar is drawn
+    except (ParamsError, FactsError) as err:
+        raise SystemExit(f"episodes: {err}") from None
     answers_dir = Path(out_dir).with_name("answers") if answers_dir is None else answers_dir
     total = sum(params.counts().values())
     started = time.perf_counter()

@@ -117,11 +117,14 @@ def write_facts(table: pa.Table, out_dir: Path) -> None:
 
 
 def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
-    data = read_params(params_path)
-    build_seed = seed(data, params_path)
-    params = section(data, "facts", FactsParams, params_path)
+    """The stage; bad params end it with a one-line message (exit status 1) before anything is written."""
     start = time.perf_counter()
-    table = build_facts(params, build_seed)
+    try:
+        data = read_params(params_path)
+        build_seed = seed(data, params_path)
+        table = build_facts(section(data, "facts", FactsParams, params_path), build_seed)
+    except ParamsError as err:
+        raise SystemExit(f"facts: {err}") from None
     write_facts(table, out_dir)
     summary = summarise(table)
     log.info(

@@ -4,6 +4,7 @@ Publishing is opt-in. With `hub.repo_id` empty or no token, the stage logs one l
 writes a receipt that says it was skipped (DVC needs the output either way). Otherwise the Hub repo becomes an
 exact mirror of data/episodes (remote files the folder lacks are deleted, `.gitattributes` aside), and the upload
 is resumable: upload_folder skips files the Hub already holds, so re-running after an interruption completes it.
+A repo that already exists with the other visibility than `hub.private` is refused before anything is uploaded.
 The receipt is written last, after the tag exists: a failed publish leaves no receipt at all.
 """
 
@@ -24,8 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.filechecks import published_hidden_columns
 from pipeline.params import DEFAULT_PARAMS, HubParams, ParamsError, read_params, section
-from pipeline.schema import Manifest
-from pipeline.writer import MANIFEST_NAME, write_text_atomic
+from pipeline.writer import ManifestError, read_manifest, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -65,21 +65,25 @@ def skip_reason(hub: HubParams, token: str | None) -> str | None:
 def folder_files(folder: Path) -> list[Path]:
     """The files to push; a hidden split's file holding a hidden column is never pushed (the answers folder, its
     ground truth, lies beside the folder and is never part of it)."""
-    if not (folder / MANIFEST_NAME).is_file():
-        raise PublishError(f"{folder} holds no {MANIFEST_NAME}: build the dataset first (dvc repro)")
-    manifest = Manifest.model_validate_json((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+    try:
+        manifest = read_manifest(folder)
+    except ManifestError as err:
+        raise PublishError(str(err)) from None
     if leaks := published_hidden_columns(folder, manifest):
         raise PublishError(f"refusing to publish the ground truth of a hidden split: {'; '.join(leaks)}")
     return sorted(path for path in folder.rglob("*") if path.is_file())
 
 
 def publish(folder: Path, hub: HubParams, token: str, endpoint: str | None = None) -> Receipt:
-    """create_repo + upload_folder + create_tag; a tag that already names another commit is an error."""
+    """create_repo + upload_folder + create_tag; a tag that already names another commit is an error, and so is
+    an existing repo whose visibility is not `hub.private` (it is never changed here, nor is anything uploaded)."""
     files = folder_files(folder)
     api = HfApi(endpoint=endpoint, token=token)
     step = "creating the repo"
     try:
         api.create_repo(hub.repo_id, repo_type="dataset", exist_ok=True, private=hub.private)
+        step = "reading the repo's visibility"
+        _check_visibility(api, hub)
         step = "uploading"
         commit = api.upload_folder(
             repo_id=hub.repo_id,
@@ -110,6 +114,17 @@ def publish(folder: Path, hub: HubParams, token: str, endpoint: str | None = Non
         files=len(files),
         bytes=sum(path.stat().st_size for path in files),
     )
+
+
+def _check_visibility(api: HfApi, hub: HubParams) -> None:
+    """Refuse a repo that already exists with the other visibility: create_repo(exist_ok=True) keeps it as it is."""
+    private = api.repo_info(hub.repo_id, repo_type="dataset").private
+    if private != hub.private:
+        raise PublishError(
+            f"{api.endpoint} dataset {hub.repo_id!r} exists and is {'private' if private else 'public'}, but "
+            f"params.yaml has hub.private: {str(hub.private).lower()}; nothing was uploaded. Change the repo's "
+            f"visibility on the Hub, or set hub.private: {str(bool(private)).lower()}"
+        )
 
 
 def write_receipt(receipt: Receipt, path: Path) -> None:

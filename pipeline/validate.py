@@ -23,8 +23,8 @@ from pipeline.filechecks import (
     row_group_problems,
 )
 from pipeline.invariants import EPISODE_VIOLATIONS, INVARIANTS, NORMALIZE_MACROS, checked_sql, sql_literal
-from pipeline.schema import VISIBLE_COLUMNS, Manifest, ShardInfo
-from pipeline.writer import MANIFEST_NAME, write_text_atomic
+from pipeline.schema import VISIBLE_COLUMNS, ShardInfo
+from pipeline.writer import ManifestError, read_manifest, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -87,13 +87,6 @@ def _first_ids(con: duckdb.DuckDBPyConnection, bad: str) -> list[int]:
     return con.execute(f"SELECT min(episode_id, {MAX_EXAMPLES}) FROM checked WHERE {bad}").fetchone()[0]
 
 
-def read_manifest(root: Path) -> Manifest:
-    path = Path(root) / MANIFEST_NAME
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: build the dataset first (dvc repro episodes)")
-    return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
-
-
 def validate(root: Path, progress: bool = False, answers: Path | None = None) -> dict:
     """Check every invariant of the dataset folder `root`; return the metrics (violations included).
 
@@ -106,7 +99,7 @@ def validate(root: Path, progress: bool = False, answers: Path | None = None) ->
     kept = {s.path for s in answer_shards}
     shards = [s for s in shards if s.split not in manifest.hidden_splits or s.path in kept]
     if not shards:
-        raise ValueError(f"{root}: no shard matches manifest.json: {file_problems[:MAX_EXAMPLES]}")
+        raise ManifestError(f"{root}: no shard matches manifest.json: {file_problems[:MAX_EXAMPLES]}")
     con = connect(root, shards, progress, answers, answer_shards)
     con.execute(checked_sql())
     found = _episode_violations(con)
@@ -136,9 +129,13 @@ def violation_message(metrics: dict) -> str:
 
 
 def main() -> None:
+    """The stage; a folder it cannot check (ManifestError) ends it with a one-line message (exit status 1)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.perf_counter()
-    metrics = validate(DATA_DIR, progress=True, answers=ANSWERS_DIR)
+    try:
+        metrics = validate(DATA_DIR, progress=True, answers=ANSWERS_DIR)
+    except ManifestError as err:
+        raise SystemExit(f"validate: {err}") from None
     METRICS_PATH.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(METRICS_PATH, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     if message := violation_message(metrics):

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from pipeline.checksums import file_sha256
 from pipeline.schema import (
@@ -202,6 +203,28 @@ def write_text_atomic(path: Path, text: str) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+class ManifestError(ValueError):
+    """A dataset folder that cannot be read as a build (manifest.json missing or not valid, or no shard matching
+    it); the message names the file and how to rebuild it."""
+
+
+def read_manifest(root: Path) -> Manifest:
+    """The folder's manifest.json; ManifestError names the file when it is missing or not a valid manifest."""
+    path = Path(root) / MANIFEST_NAME
+    try:
+        return Manifest.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise ManifestError(f"{path} not found: build the dataset first (dvc repro episodes)") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        problem = f"{where}: {first['msg']}" if where else first["msg"]
+        more = f" and {err.error_count() - 1} more" if err.error_count() > 1 else ""
+        raise ManifestError(
+            f"{path}: not a valid manifest ({problem}{more}); rebuild the dataset (dvc repro episodes)"
+        ) from None
 
 
 def write_manifest(root: Path, manifest: Manifest | AnswersManifest) -> None:

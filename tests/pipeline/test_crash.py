@@ -1,6 +1,7 @@
 """Crash safety of the facts and validate stages: SIGKILL at each of a stage's atomic renames (its outputs
 written under temporary names, not yet all in place) leaves nothing a later stage would read, and a re-run
-ends byte-identical to an uninterrupted build. The episodes stage's kill test is in tests/test_dvc_pipeline.py.
+ends byte-identical to an uninterrupted build. The episodes stage's kill test is in tests/test_dvc_pipeline.py;
+here, its pool workers die with the stage when SIGKILL hits the stage's process alone.
 
 The kill point is deterministic: the stage runs in a subprocess whose `os.replace` sends SIGKILL to the
 process at its k-th call, so the kill lands after the temporary files are complete and before the rename.
@@ -9,9 +10,11 @@ process at its k-th call, so the kill lands after the temporary files are comple
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ import yaml
 
 from pipeline import facts, validate
 from pipeline.episodes import FACTS_FILE
-from tests.conftest import SEED, SMALL_FACTS
+from tests.conftest import SEED, SMALL_EPISODES, SMALL_FACTS
 
 ROOT = Path(__file__).resolve().parents[2]
 # Prepended to the stage's code: the k-th os.replace (argv[1]) kills the process instead of renaming.
@@ -87,3 +90,98 @@ def test_validate_stage_killed_before_its_metrics_are_in_place_reruns_identicall
     metrics.unlink()
     validate.main()  # an uninterrupted run
     assert metrics.read_bytes() == rerun and staged(metrics.parent) == []
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name: state, ppid, ...; [] once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return []
+
+
+def children(pid: int) -> set[int]:
+    return {
+        int(stat.parent.name)
+        for stat in Path("/proc").glob("[0-9]*/stat")
+        if _stat(stat.parent.name)[1:2] == [str(pid)]
+    }
+
+
+def running(pid: int) -> bool:
+    return _stat(pid)[:1] not in ([], ["Z"])  # a zombie has exited; its new parent may never reap it
+
+
+def wait_gone(pids: set[int], seconds: float) -> set[int]:
+    """The processes of `pids` still running after up to `seconds`."""
+    deadline = time.monotonic() + seconds
+    while (alive := {pid for pid in pids if running(pid)}) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return alive
+
+
+def listing(folder: Path) -> dict[str, tuple[int, int]]:
+    return {p.relative_to(folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(facts_dir, tmp_path):
+    episodes = SMALL_EPISODES.model_copy(update={"train": 20_000, "workers": 2})  # 40 train shards of 512
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": episodes.model_dump()}))
+    shutil.copytree(facts_dir, tmp_path / "data" / "facts")
+    partial = tmp_path / "data" / ".episodes.partial"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    stage = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.episodes"], cwd=tmp_path, env=env, stderr=subprocess.DEVNULL
+    )
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while not any(partial.glob("data/*.parquet")) and stage.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert stage.poll() is None, "the stage finished (or failed) before a shard was staged"
+        workers = children(stage.pid)  # the pool's workers and multiprocessing's resource tracker
+        os.kill(stage.pid, signal.SIGKILL)  # the stage alone, not its process group
+        stage.wait()
+        assert len(workers) >= episodes.workers
+
+        assert not wait_gone(workers, 5), "processes of the killed stage still run"
+        written = listing(partial)
+        time.sleep(0.5)
+        assert listing(partial) == written, "files were written after the stage and its workers were gone"
+    finally:
+        stage.kill()
+        stage.wait()
+        for pid in workers:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+# The fallback where prctl(PR_SET_PDEATHSIG) is missing: a spawned process watching its parent, which prints its pid.
+WATCHED_CHILD = """
+import multiprocessing, os, time
+from pipeline import engines
+child = multiprocessing.get_context("spawn").Process(target=engines.watch_parent, args=(os.getpid(), 0.05))
+child.start()
+print(child.pid, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_a_worker_watching_its_parent_exits_when_the_parent_is_killed():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    parent = subprocess.Popen([sys.executable, "-c", WATCHED_CHILD], env=env, stdout=subprocess.PIPE, text=True)
+    child = None
+    try:
+        child = int(parent.stdout.readline())
+        time.sleep(1.0)
+        assert running(child), "the watcher must keep running while its parent lives"
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        assert not wait_gone({child}, 5), "the watcher outlived its parent"
+    finally:
+        parent.kill()
+        parent.wait()
+        if child is not None and running(child):
+            os.kill(child, signal.SIGKILL)

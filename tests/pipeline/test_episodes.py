@@ -1,5 +1,6 @@
 import json
 import logging
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -7,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipeline.episodes import build_episodes, generate_episodes, main, prepare
-from pipeline.params import EpisodesParams, ParamsError
+from pipeline.episodes import FactsError, build_episodes, generate_episodes, main, prepare
+from pipeline.params import EpisodesParams
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS, EPISODE_SCHEMA, NUM_DOCS, SPLITS, TASKS
 from reward_api.scoring import normalize
@@ -139,11 +140,33 @@ def test_main_builds_from_params_and_summarises(facts_dir, tmp_path, caplog):
 
 def test_main_refuses_bad_params_before_any_work(facts_dir, tmp_path):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": 3, "episodes": TINY.model_dump() | {"test": 0}}))
-    with pytest.raises(ParamsError, match="episodes.test"):
+    with pytest.raises(SystemExit, match="episodes.test"):
         main(tmp_path / "params.yaml", facts_dir, tmp_path / "out")
-    with pytest.raises(FileNotFoundError, match="facts stage"):
+    with pytest.raises(FactsError, match="facts stage"):
         build_episodes(tmp_path, tmp_path / "out", TINY, SEED)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda path: path.write_bytes(path.read_bytes()[:1000]), r"not a Parquet file \(Parquet magic bytes"),
+        (lambda path: pq.write_table(pq.read_table(path).drop(["subject"]), path), "not a facts table"),
+        (
+            lambda path: pq.write_table(pq.read_table(path, filters=[("split", "!=", "test")]), path),
+            r"no fact in split\(s\) \['test'\]",
+        ),
+    ],
+    ids=["truncated", "other-columns", "split-missing"],
+)
+def test_unreadable_facts_fail_in_the_parent_before_any_work(facts_dir, tmp_path, damage, message):
+    facts = tmp_path / "facts" / "facts.parquet"
+    facts.parent.mkdir()
+    facts.write_bytes((facts_dir / "facts.parquet").read_bytes())
+    damage(facts)
+    with pytest.raises(FactsError, match=f"^{re.escape(str(facts))}: {message}"):
+        build_episodes(facts.parent, tmp_path / "out", TINY.model_copy(update={"workers": 2}), SEED)
+    assert [p.name for p in tmp_path.iterdir()] == ["facts"], "no staging folder, no output"
 
 
 def test_manifest_hash_follows_the_facts(facts_dir, tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from huggingface_hub import snapshot_download
+from huggingface_hub import HfApi, snapshot_download
 
 from tests.hubstandin import HubError, hub_standin
 
@@ -151,6 +151,35 @@ def test_a_hub_error_exits_non_zero_and_leaves_no_receipt(project, hub):
     assert result.returncode == 1
     assert f"dataset '{REPO}' failed while creating the repo" in result.stderr
     assert "401" in result.stderr
+    assert not (project / "data" / "publish" / "receipt.json").exists()
+
+
+@pytest.mark.parametrize("private", [False, True], ids=["public-repo", "private-repo"])
+def test_an_existing_repo_of_the_other_visibility_is_refused_before_any_upload(project, hub, private):
+    HfApi(endpoint=hub.endpoint, token=TOKEN).create_repo(REPO, repo_type="dataset", private=private)
+    write_hub_params(project, repo_id=REPO, private=not private)  # create_repo(exist_ok=True) would keep it as is
+
+    result = run_publish(project, hub.endpoint)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    visibility, wanted = ("private", "false") if private else ("public", "true")
+    assert f"dataset '{REPO}' exists and is {visibility}, but params.yaml has hub.private: {wanted}" in result.stderr
+    assert len(hub.history(REPO)) == 1 and hub.tags(REPO) == {}, "nothing uploaded or tagged"
+    assert hub.is_private(REPO) is private, "the visibility is never changed"
+    assert not (project / "data" / "publish" / "receipt.json").exists()
+
+
+def test_a_corrupt_manifest_is_named_in_one_line_and_nothing_is_pushed(project, hub):
+    (project / "data" / "episodes" / "manifest.json").write_text('{"seed": 1, "shards": [')
+
+    result = run_publish(project, hub.endpoint)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("publish: data/episodes/manifest.json: not a valid manifest (Invalid JSON: ")
+    assert line.endswith("); rebuild the dataset (dvc repro episodes)")
+    with pytest.raises(HubError, match="Repository not found"):
+        hub.files(REPO)
     assert not (project / "data" / "publish" / "receipt.json").exists()
 
 

@@ -17,7 +17,7 @@ from test_writer import write_folder
 from pipeline.invariants import INVARIANTS
 from pipeline.schema import EPISODE_SCHEMA, Manifest
 from pipeline.validate import validate, violation_message
-from pipeline.writer import MANIFEST_NAME, file_sha256, write_manifest
+from pipeline.writer import MANIFEST_NAME, ManifestError, file_sha256, write_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 COUNTS = {"train": 40, "validation": 12, "test": 12}
@@ -212,7 +212,7 @@ def test_stage_writes_metrics_and_fails_on_violation(tmp_path):
 
 
 def test_missing_manifest_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="manifest.json not found"):
+    with pytest.raises(ManifestError, match="manifest.json not found"):
         validate(tmp_path)
 
 

@@ -1,0 +1,100 @@
+"""Each stage's entry point (`python -m pipeline.<stage>`, as DVC runs it) on bad params or a missing or corrupt
+input: exit status 1 and one line on stderr that names the key or the file, never a traceback, and no output.
+The publish stage's are in test_publish.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import SEED, SMALL_FACTS
+
+ROOT = Path(__file__).resolve().parents[2]
+EPISODES = {"train": 300, "validation": 60, "test": 60, "workers": 2, "shard_rows": 128, "row_group_rows": 32}
+FACTS = Path("data/facts/facts.parquet")
+MANIFEST = Path("data/episodes/manifest.json")
+
+
+def run_stage(stage: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", f"pipeline.{stage}"]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def project(root: Path, facts: dict | None = None, episodes: dict | None = None, files: dict | None = None) -> Path:
+    """A working directory laid out like the repository: params.yaml (valid unless changed) and `files`."""
+    params = {
+        "seed": SEED,
+        "facts": SMALL_FACTS.model_dump(mode="json") | (facts or {}),
+        "episodes": EPISODES | (episodes or {}),
+    }
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    for path, content in (files or {}).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(content)
+    return root
+
+
+def assert_one_line_failure(result: subprocess.CompletedProcess, stage: str, *needles: str) -> None:
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{stage}: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("facts", "needle"),
+    [
+        ({"synthetic_entities": 0}, "params.yaml: facts.synthetic_entities: "),
+        # Checked while building: split weights this uneven leave a split of the 472 element facts empty.
+        (
+            {"sources": ["elements"], "split_weights": {"train": 0.998, "validation": 0.001, "test": 0.001}},
+            "facts.split_weights: no fact falls in split",
+        ),
+    ],
+    ids=["bad-param", "empty-split"],
+)
+def test_facts_stage_names_a_bad_param(tmp_path, facts, needle):
+    result = run_stage("facts", project(tmp_path, facts=facts))
+
+    assert_one_line_failure(result, "facts", needle)
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize(
+    ("episodes", "files", "needles"),
+    [
+        ({"workers": 0}, {}, ["params.yaml: episodes.workers: "]),
+        ({}, {}, [f"{FACTS}: no facts table; run the facts stage"]),
+        # A truncated file: no Parquet footer. With workers: 2 it used to surface as a BrokenProcessPool.
+        ({}, {FACTS: b"PAR1" + bytes(60)}, [f"{FACTS}: not a Parquet file (", "); re-run the facts stage"]),
+    ],
+    ids=["bad-param", "missing-facts", "corrupt-facts"],
+)
+def test_episodes_stage_names_bad_params_and_facts_before_any_work(tmp_path, episodes, files, needles):
+    result = run_stage("episodes", project(tmp_path, episodes=episodes, files=files))
+
+    assert_one_line_failure(result, "episodes", *needles)
+    assert sorted(p.name for p in (tmp_path / "data").glob("*")) == (["facts"] if files else [])
+
+
+@pytest.mark.parametrize(
+    ("files", "needle"),
+    [
+        ({}, f"{MANIFEST} not found: build the dataset first"),
+        ({MANIFEST: b'{"seed": 1, "shards": '}, f"{MANIFEST}: not a valid manifest (Invalid JSON: "),
+    ],
+    ids=["missing-manifest", "corrupt-manifest"],
+)
+def test_validate_stage_names_a_missing_or_corrupt_manifest(tmp_path, files, needle):
+    result = run_stage("validate", project(tmp_path, files=files))
+
+    assert_one_line_failure(result, "validate", needle, "dvc repro episodes")
+    assert not (tmp_path / "data" / "metrics").exists()
