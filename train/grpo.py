@@ -7,6 +7,7 @@ files. The params are validated, and the data opened, before any model is loaded
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 from pathlib import Path
 
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"error: train.model {params.model!r}: {err}\n")
     logger.info("backend %s, mode %s, model %s, data %s", policy.backend, params.mode, params.model, params.data)
     history = train(params, policy, stream)
+    del stream
+    gc.collect()  # the half-read stream's Parquet scanner must go while Arrow is alive (see train.data.head)
     logger.info("done: %d log entries, outputs in %s (unsloth: %s)", len(history), params.output_dir, unsloth)
     return 0
 
