@@ -1,8 +1,8 @@
 """A literal reading of the original spec's generator (data/corruption.py + data/generator.py), the benchmark baseline.
 
-Python `random` and Faker called per document, one dict per row, then `pa.Table.from_pylist`: the straightforward
-implementation the project's vectorised pipeline is measured against. Written for speed comparison only; its rows
-fill EPISODE_SCHEMA so both sides write the same kind of file with the same writer.
+Python `random` per document and Faker where the spec calls it, one dict per row, then `pa.Table.from_pylist`: the
+straightforward implementation the project's vectorised pipeline is measured against. Written for speed comparison
+only; its rows fill EPISODE_SCHEMA so both sides write the same kind of file with the same writer.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ COLUMN_NOTES = {
     "doc_claims": "per document: the answer it asserts (null when it asserts none)",
 }
 KIND_NOTES = {
-    "number": "a near miss of a numeric answer: a year off by a few, a quantity off by 5-35 % in the same format",
+    "number": "a near miss of a numeric answer: a year off by 1-20, a quantity off by 5-35 % in the same format",
     "entity": "another plausible value of the same type, often the answer to the same question about something else",
     "inversion": "wording that denies the true answer while asserting a wrong one, drawn like true answers",
     "coherent": "an authoritative, self-consistent fabrication that may agree with another corrupt document",
