@@ -144,8 +144,10 @@ def read_params(path: Path = DEFAULT_PARAMS) -> dict:
         data = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError as err:
         raise ParamsError(f"{path}: file not found") from err
-    except yaml.YAMLError as err:
-        raise ParamsError(f"{path}: not valid YAML: {err}") from err
+    except yaml.YAMLError as err:  # one line: where, and what PyYAML found wrong there
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ParamsError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', None) or err}") from err
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: expected a mapping at the top level")
     return data

@@ -53,6 +53,15 @@ def test_good_tags_and_repo_ids_pass():
         assert HubParams(repo_id="org/context-corruption", revision_tag=tag, private=False).revision_tag == tag
 
 
+def test_invalid_yaml_is_one_line_naming_the_place(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("seed: 1\nepisodes: {train: 5\nfacts: []\n")
+    with pytest.raises(ParamsError) as caught:
+        read_params(path)
+    assert "\n" not in str(caught.value)
+    assert str(caught.value).startswith(f"{path}: not valid YAML at line 3, column 6: ")
+
+
 def test_bad_seed_and_missing_file(tmp_path):
     with pytest.raises(ParamsError, match="seed"):
         seed({"seed": -1})
