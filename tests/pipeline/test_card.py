@@ -42,9 +42,11 @@ def test_front_matter_maps_each_split_to_its_shards(folder):
 def test_card_has_schema_counts_and_build(folder):
     text = (folder / CARD_NAME).read_text()
     manifest = Manifest.model_validate_json((folder / MANIFEST_NAME).read_text())
+    schema_table = text.split("\n| column | type |")[1].split("\n\n")[0]
+    cells = {row[0]: row for row in (line.strip("| ").split(" | ") for line in schema_table.splitlines()[2:])}
     for field in EPISODE_SCHEMA:
         visibility = "hidden" if field.name in HIDDEN_COLUMNS else "yes"
-        assert f"| {field.name} | " in text and f" | {visibility} | " in text
+        assert cells[field.name][2] == visibility, cells[field.name]  # the column's own row: name, type, visible
     assert "| documents | list<struct<doc_id: int8, title: string, content: string>> | yes |" in text
     assert "| train | 40 | 0 - 39 | 3 |" in text and "| test | 12 | 52 - 63 | 1 |" in text
     assert "| easy | 1 | 16 |" in text and "| adversarial | 4 | 16 |" in text

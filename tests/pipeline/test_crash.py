@@ -124,7 +124,6 @@ def listing(folder: Path) -> dict[str, tuple[int, int]]:
     return {p.relative_to(folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
 def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(facts_dir, tmp_path):
     episodes = SMALL_EPISODES.model_copy(update={"train": 20_000, "workers": 2})  # 40 train shards of 512
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": episodes.model_dump()}))
@@ -168,7 +167,6 @@ time.sleep(120)
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
 def test_a_worker_watching_its_parent_exits_when_the_parent_is_killed():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     parent = subprocess.Popen([sys.executable, "-c", WATCHED_CHILD], env=env, stdout=subprocess.PIPE, text=True)

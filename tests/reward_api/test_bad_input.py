@@ -13,6 +13,7 @@ from reward_api.limits import MAX_BODY_BYTES
 
 SUB = {"episode_id": 3, "answer": "26", "flagged_ids": [3], "confidence": 0.5}
 FLAG = {"action_type": "flag_suspicious", "doc_id": 1}
+LONG_ANSWER = {"action_type": "submit_answer", "answer": "x" * 1001, "confidence": 0.5}  # over MAX_ANSWER_CHARS
 
 CASES = [
     ("get", "/episodes/999999", None, 404, "no episode 999999"),
@@ -42,6 +43,8 @@ CASES = [
     ("post", "/score", {**SUB, "confidence": 1.5}, 422, "less than or equal to 1"),
     ("post", "/score", {**SUB, "confidence": "high"}, 422, "valid number"),
     ("post", "/score", {**SUB, "bonus": 1}, 422, "Extra inputs"),
+    ("post", "/score", {**SUB, "answer": "x" * 1001}, 422, "at most 1000 characters"),
+    ("post", "/step", {"action": LONG_ANSWER}, 422, "at most 1000 characters"),
     ("post", "/score", {"episode_id": 3}, 422, "Field required"),
     ("post", "/score", {"episode_id": 3, "actions": []}, 422, "at least 1"),
     ("post", "/score", {"episode_id": 3, "actions": [FLAG]}, 422, "must end with submit_answer"),

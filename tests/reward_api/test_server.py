@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import httpx
 import pytest
@@ -139,6 +140,25 @@ def test_one_submission_gets_one_breakdown_in_process_and_on_every_route(http, r
             reply = step(http, token, **action).json()
             token = reply["observation"]["state_token"]
         assert reply["observation"]["reward_breakdown"] == in_process
+
+
+def _plain(text: str) -> str:
+    """Lowercase, punctuation dropped, spaces collapsed: written here, not taken from the code under test."""
+    return " ".join(re.sub(r"[^\w\s]", "", text.lower()).split())
+
+
+def test_an_alias_or_a_respelling_of_the_answer_is_correct_on_every_route(http, rows):
+    """Expected values come from the reward's definition, not from the server's own answer keys."""
+    row = next(r for r in rows.values() if any(_plain(a) != _plain(r["answer"]) for a in r["answer_aliases"]))
+    alias = next(a for a in row["answer_aliases"] if _plain(a) != _plain(row["answer"]))
+    for answer, correct in ((alias, 0.4), (f" {row['answer'].upper()}!", 0.4), ("no such answer", 0.0)):
+        one_shot = {"episode_id": row["episode_id"], "answer": answer, "flagged_ids": [], "confidence": 1.0}
+        trace = {"episode_id": row["episode_id"], "actions": [{"action_type": "submit_answer", "answer": answer,
+                                                               "confidence": 1.0}]}  # fmt: skip
+        for body in (one_shot, trace):
+            breakdown = http.post("/score", json=body).json()["breakdown"]
+            assert breakdown["answer_correctness"] == correct, (answer, row["answer"], row["answer_aliases"])
+            assert breakdown["confidence_calibration"] == (0.1 if correct else -0.2)
 
 
 def test_a_batch_of_1024_is_scored_in_order(http, rows):

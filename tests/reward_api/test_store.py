@@ -169,6 +169,15 @@ def test_a_shard_whose_footer_holds_other_ids_than_the_manifest_says_is_refused(
         EpisodeStore(root, preload_keys=False)
 
 
+@pytest.mark.parametrize(("field", "other"), [("schema_version", 999), ("reward_version", "v999")])
+def test_a_build_for_another_schema_or_reward_is_refused(served_dir, tmp_path, field, other):
+    """Served as is, its columns or its scores would mean something else than this server says."""
+    root, manifest = _edit_manifest(served_dir, tmp_path, lambda m: m.update({field: other}))
+    versions = f"schema {manifest['schema_version']} / reward {manifest['reward_version']}"
+    with pytest.raises(StoreError, match=f"manifest.json: built for {versions}, this server serves"):
+        EpisodeStore(root, preload_keys=False)
+
+
 def test_a_manifest_that_is_a_folder_is_refused(tmp_path):
     (tmp_path / "manifest.json").mkdir()
     with pytest.raises(StoreError, match=r"manifest.json: cannot be read \(Is a directory\)"):

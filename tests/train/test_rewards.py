@@ -96,6 +96,17 @@ def test_reward_equals_playing_the_trace_through_the_server_game(answer, flagged
     assert got == [play(0, submission_moves(answer, flagged, confidence), key).breakdown["total"]]
 
 
+def test_an_alias_earns_the_answer_reward():
+    """Against a wrong answer at the same confidence: +0.4 for the answer, +0.1c instead of -0.2c calibration."""
+
+    def reward(answer: str) -> float:
+        text = json.dumps({"answer": answer, "flagged_ids": [], "confidence": 0.5})
+        return episode_reward([[{"role": "assistant", "content": text}]], ["Pound"], [["GBP"]], [[2]], [12])[0]
+
+    assert reward("gbp") == pytest.approx(reward("Euro") + 0.4 + 0.3 * 0.5)
+    assert reward("GBP") == reward("pound.") == reward("Pound")
+
+
 def test_an_answer_up_to_the_api_limit_is_scored_as_the_server_scores_it():
     answer = "Lyon " + "x" * 600  # over the 512 characters training once allowed, under the API's 1,000
     text = json.dumps({"answer": answer, "flagged_ids": [1], "confidence": 0.5})
