@@ -1,4 +1,5 @@
-"""Charts are written from real log histories and evaluation results (not stubs): files exist and are PNGs."""
+"""Charts are written from real log histories and evaluation results (not stubs): files exist, are PNGs, and
+each chart changes when, and only when, the data it plots changes (Agg renders the same input to the same bytes)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ def test_curves_and_learning_chart(tmp_path, episode_rows):
     paths.append(write_learning(history, before, after, tmp_path / "learning.png"))
     assert [p.name for p in paths] == ["reward_curve.png", "loss_curve.png", "learning.png"]
     assert all(p.read_bytes().startswith(PNG) for p in paths)
+    (tmp_path / "other").mkdir()
+    doubled = [{**h, "reward": h["reward"] * 2} if "reward" in h else h for h in history]
+    other = write_curves(doubled, tmp_path / "other")
+    assert other[0].read_bytes() != paths[0].read_bytes(), "the reward curve plots the rewards"
+    assert other[1].read_bytes() == paths[1].read_bytes(), "the loss curve plots the losses only"
 
 
 def test_tool_mode_charts_add_the_actions_chart(tmp_path, episode_rows, tiny_model):
@@ -30,6 +36,11 @@ def test_tool_mode_charts_add_the_actions_chart(tmp_path, episode_rows, tiny_mod
     paths = write_charts(results, tmp_path)
     assert [p.name for p in paths][-1] == "eval_actions.png"
     assert all(p.read_bytes().startswith(PNG) for p in paths)
+    (tmp_path / "other").mkdir()
+    lower = {**results["empty"], "reward": {k: v - 0.1 for k, v in results["empty"]["reward"].items()}}
+    other = write_charts({**results, "empty": lower}, tmp_path / "other")
+    changed = [a.name for a, b in zip(paths, other, strict=True) if a.read_bytes() != b.read_bytes()]
+    assert changed == ["eval_reward.png"], changed
     (tmp_path / "oneshot").mkdir()
     oneshot = write_charts({"oracle": evaluate(BASELINES["oracle"], episode_rows)}, tmp_path / "oneshot")
     assert "eval_actions.png" not in [p.name for p in oneshot]
