@@ -438,26 +438,26 @@ def main(
     nothing is hidden (then its manifest lists no shard). Bad params or a missing or corrupt facts table end it
     with a one-line message (exit status 1) before any work."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    started = time.perf_counter()
     try:
         data = read_params(params_file)
         seed_ = seed(data, params_file)
         params = section(data, "episodes", EpisodesParams, params_file)
-        read_facts(facts_dir)  # build_episodes reads it again: here it fails before the progress bar is drawn
+        answers_dir = Path(out_dir).with_name("answers") if answers_dir is None else answers_dir
+        total = sum(params.counts().values())
+        # Drawn after a second: a facts table build_episodes refuses at once (FactsError) leaves only its line.
+        with tqdm(total=total, unit="episodes", unit_scale=True, desc="episodes", delay=1.0) as bar:
+            manifest = build_episodes(
+                facts_dir,
+                out_dir,
+                params,
+                seed_,
+                answers_dir=answers_dir,
+                progress=lambda info: bar.update(info.num_rows),
+                audit=AUDIT_SECTION.read_text() if AUDIT_SECTION.is_file() else "",
+            )
     except (ParamsError, FactsError) as err:
         raise SystemExit(f"episodes: {err}") from None
-    answers_dir = Path(out_dir).with_name("answers") if answers_dir is None else answers_dir
-    total = sum(params.counts().values())
-    started = time.perf_counter()
-    with tqdm(total=total, unit="episodes", unit_scale=True, desc="episodes") as bar:
-        manifest = build_episodes(
-            facts_dir,
-            out_dir,
-            params,
-            seed_,
-            answers_dir=answers_dir,
-            progress=lambda info: bar.update(info.num_rows),
-            audit=AUDIT_SECTION.read_text() if AUDIT_SECTION.is_file() else "",
-        )
     seconds = time.perf_counter() - started
     if manifest.hidden_splits:
         log.info(
