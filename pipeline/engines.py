@@ -3,7 +3,7 @@
 Both engines call the same per-shard function, which writes one shard under the staging folder (a temporary
 name, then a rename) and returns its ShardInfo. A shard is a pure function of (seed, ids), so the files are
 the same bytes whichever engine, worker or node wrote them, and a retried task simply overwrites its file.
-On a multi-node Ray cluster every node must see the staging folder at the same path (a shared filesystem:
+On a multi-node Ray cluster every node must see the staging and facts folders at the same paths (a shared filesystem:
 NFS, Lustre, a mounted bucket) and run the same package versions (the manifest records the driver's).
 A local pool's workers die with the stage process: a stage killed outright (SIGKILL) leaves no worker writing into
 the staging folder that a re-run deletes.
@@ -41,8 +41,10 @@ def run_local(
 ) -> list[ShardInfo]:
     """The shards over `workers` spawned processes (in this process when workers == 1), in plan order.
 
-    `setup(*setup_args)` runs once in each process before its first shard (it loads what `write` reads). Each
-    worker dies with this process (`_start_worker`); `write` should call `stop_if_orphaned` before it writes.
+    `setup(*setup_args)` runs once in each process before its first shard (it loads what `write` reads). Keep
+    `setup_args` small (paths, not tables): a spawned worker's arguments larger than a pipe's buffer hold up
+    the start of the next worker until this one has imported its modules. Each worker dies with this process
+    (`_start_worker`); `write` should call `stop_if_orphaned` before it writes.
     """
     if workers == 1:
         setup(*setup_args)
@@ -74,7 +76,7 @@ def run_ray(
 ) -> list[ShardInfo]:
     """Each plan as a Ray task calling `write`, in plan order; a task whose worker or node dies is retried.
 
-    `setup_args` (the facts) go into the object store once; a worker fetches them and runs `setup` before
+    `setup_args` go into the object store once; a worker fetches them and runs `setup` before
     its first shard of this build. Joins the running Ray session if there is one, else the cluster at
     `address`, else starts a one-machine cluster with `workers` CPUs (and stops it afterwards).
     """
@@ -117,7 +119,7 @@ _READY: dict[str, str] = {}  # in a Ray worker: the object id of the build whose
 
 def _ray_shard(write: Write, setup: Setup, shared: list, plan: ShardPlan) -> ShardInfo:
     """One shard in a Ray worker. `shared` wraps the object reference in a list, so Ray passes the reference
-    itself and only a worker that has not set up this build yet fetches the facts."""
+    itself and only a worker that has not set up this build yet fetches its setup arguments."""
     import ray
 
     key = shared[0].hex()

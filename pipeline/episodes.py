@@ -313,8 +313,12 @@ def read_facts(facts_dir: Path) -> tuple[pa.Table, str]:
     return facts, hashlib.sha256(data).hexdigest()
 
 
-def _install(facts: pa.Table, seed: int) -> None:
-    """Each worker gets the facts and builds the pools once; splits are prepared on first use."""
+def _install(facts_dir: Path, facts_sha256: str, seed: int) -> None:
+    """Each worker reads the facts the stage checked (the path travels, not the table: `engines.run_local`) and
+    builds the pools once; splits are prepared on first use."""
+    facts, sha256 = read_facts(facts_dir)
+    if sha256 != facts_sha256:
+        raise FactsError(f"{Path(facts_dir) / FACTS_FILE}: changed while the episodes stage ran; run the stage again")
     _WORKER.clear()
     _WORKER.update(facts=facts, pools=build_pools(seed), seed=seed)
 
@@ -362,9 +366,10 @@ def build_episodes(
     for any `params.workers` and `params.engine`: shards are pure functions of (seed, ids). With
     `answers_dir` (required when `params.hidden_test`), the ground truth of the hidden splits goes there, with
     its own manifest.json (replaced atomically too, just before out_dir, whose manifest binds it by checksum).
-    The facts are read here, once, so a missing or corrupt table fails (FactsError) before any work.
+    The facts are read here first, so a missing or corrupt table fails (FactsError) before any work; the workers
+    read the same file, bound to these bytes by its sha256.
     """
-    facts, facts_hash = read_facts(facts_dir)
+    _, facts_hash = read_facts(facts_dir)
     hidden = params.hidden_splits()
     if hidden and answers_dir is None:
         raise ValueError(
@@ -379,7 +384,7 @@ def build_episodes(
             if hidden
             else partial(_write, **args)
         )
-        setup = (facts, seed)
+        setup = (Path(facts_dir).resolve(), facts_hash, seed)
         if params.engine == "ray":
             infos = engines.run_ray(plans, write, _install, setup, params.ray_address, params.workers, progress)
         else:

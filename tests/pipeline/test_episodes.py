@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from pipeline import episodes
 from pipeline.episodes import FactsError, build_episodes, generate_episodes, main, prepare
 from pipeline.params import EpisodesParams
 from pipeline.pools import build_pools
@@ -166,6 +167,24 @@ def test_unreadable_facts_fail_in_the_parent_before_any_work(facts_dir, tmp_path
     damage(facts)
     with pytest.raises(FactsError, match=f"^{re.escape(str(facts))}: {message}"):
         build_episodes(facts.parent, tmp_path / "out", TINY.model_copy(update={"workers": 2}), SEED)
+    assert [p.name for p in tmp_path.iterdir()] == ["facts"], "no staging folder, no output"
+
+
+def test_facts_changed_after_the_stage_read_them_are_refused(facts_dir, tmp_path, monkeypatch):
+    """Workers read the facts file themselves: a table that is not the one the stage hashed builds nothing."""
+    facts = tmp_path / "facts" / "facts.parquet"
+    facts.parent.mkdir()
+    facts.write_bytes((facts_dir / "facts.parquet").read_bytes())
+    read_facts = episodes.read_facts
+
+    def read_then_change(folder):
+        read = read_facts(folder)
+        pq.write_table(pq.read_table(facts).slice(1), facts)  # rebuilt between the stage's read and a worker's
+        return read
+
+    monkeypatch.setattr(episodes, "read_facts", read_then_change)
+    with pytest.raises(FactsError, match=f"^{re.escape(str(facts))}: changed while the episodes stage ran"):
+        build_episodes(facts.parent, tmp_path / "out", TINY, SEED)
     assert [p.name for p in tmp_path.iterdir()] == ["facts"], "no staging folder, no output"
 
 
