@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
@@ -29,7 +29,6 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from pipeline import corruption, documents, engines
-from pipeline.card import write_card
 from pipeline.checksums import file_sha256
 from pipeline.params import DEFAULT_PARAMS, EpisodesParams, ParamsError, params_hash, read_params, section, seed
 from pipeline.pools import Pools, build_pools
@@ -238,24 +237,19 @@ def _decoys(ctx, seed, ids, fact, episode, doc, level, answer, claim_key) -> pl.
 
 def _table(ctx, ids, k, fact, corrupt, applied, title, content, claim) -> pa.Table:
     n = len(ids)
-    facts = ctx.table.take(pa.array(fact))
-    per_doc = pa.array(np.arange(0, n * NUM_DOCS + 1, NUM_DOCS, dtype=np.int32))
+    facts = ctx.table.take(_numbers(fact))
+    per_doc = _numbers(np.arange(0, n * NUM_DOCS + 1, NUM_DOCS, dtype=np.int32))
     docs = pa.StructArray.from_arrays(
-        [
-            pa.array(np.tile(np.arange(NUM_DOCS, dtype=np.int8), n)),
-            title,
-            content,
-        ],
-        fields=list(DOCUMENT_TYPE),
+        [_numbers(np.tile(np.arange(NUM_DOCS, dtype=np.int8), n)), title, content], fields=list(DOCUMENT_TYPE)
     )
-    corrupt_offsets = pa.array(np.r_[0, np.cumsum(k)].astype(np.int32))
+    corrupt_offsets = _numbers(np.r_[0, np.cumsum(k)].astype(np.int32))
     columns = {
-        "episode_id": pa.array(ids, pa.int64()),
-        "split": pa.array([ctx.split]).take(np.zeros(n, dtype=np.int64)),
-        "task": pa.array(TASKS).take(pa.array(k - 1)),
+        "episode_id": _numbers(np.asarray(ids, dtype=np.int64)),
+        "split": _strings([ctx.split], np.zeros(n, dtype=np.int64)),
+        "task": _strings(TASKS, k - 1),
         "question": facts["question"],
         "documents": pa.ListArray.from_arrays(per_doc, docs, type=EPISODE_SCHEMA.field("documents").type),
-        "max_budget": pa.array(np.full(n, MAX_BUDGET, dtype=np.int8)),
+        "max_budget": _numbers(np.full(n, MAX_BUDGET, dtype=np.int8)),
         "fact_id": facts["fact_id"],
         "source": facts["source"],
         "answer_type": facts["answer_type"],
@@ -263,13 +257,11 @@ def _table(ctx, ids, k, fact, corrupt, applied, title, content, claim) -> pa.Tab
         "answer_aliases": facts["answer_aliases"],
         "corrupt_ids": pa.ListArray.from_arrays(
             corrupt_offsets,
-            pa.array(np.nonzero(corrupt)[1].astype(np.int8)),
+            _numbers(np.nonzero(corrupt)[1].astype(np.int8)),
             type=EPISODE_SCHEMA.field("corrupt_ids").type,
         ),
         "doc_corruption": pa.ListArray.from_arrays(
-            per_doc,
-            pa.array(CORRUPTION_KINDS).take(pa.array(applied)),
-            type=EPISODE_SCHEMA.field("doc_corruption").type,
+            per_doc, _strings(CORRUPTION_KINDS, applied), type=EPISODE_SCHEMA.field("doc_corruption").type
         ),
         "doc_claims": pa.ListArray.from_arrays(
             per_doc, claim.to_arrow().cast(pa.string()), type=EPISODE_SCHEMA.field("doc_claims").type
@@ -278,6 +270,26 @@ def _table(ctx, ids, k, fact, corrupt, applied, title, content, claim) -> pa.Tab
     return pa.Table.from_arrays(
         [pa.concat_arrays(c.chunks) if isinstance(c, pa.ChunkedArray) else c for c in columns.values()],
         schema=EPISODE_SCHEMA,
+    )
+
+
+# Columns are built from buffers and through polars, never with pa.array or pa.scalar: those import pandas to
+# inspect their argument, 0.3 s of every worker's start-up.
+
+
+def _numbers(values: np.ndarray) -> pa.Array:
+    """A 1-D numeric array as Arrow, zero-copy."""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+
+
+def _strings(names: Sequence[str], index: np.ndarray) -> pa.Array:
+    """names[index] as an Arrow string array."""
+    return (
+        pl.Series(names, dtype=pl.String)
+        .gather(index)
+        .to_arrow(compat_level=pl.CompatLevel.oldest())
+        .cast(pa.string())
     )
 
 
@@ -404,6 +416,8 @@ def build_episodes(
             answers_sha256=answers_sha256,
         )
         write_manifest(root, manifest)
+        from pipeline.card import write_card  # here, not at the top: workers import this module (duckdb, 0.1 s)
+
         write_card(root, manifest, audit)
     return manifest
 

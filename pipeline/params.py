@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import yaml
-from huggingface_hub.errors import HFValidationError
-from huggingface_hub.utils import validate_repo_id
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from pipeline.schema import SPLITS
@@ -119,6 +117,10 @@ class HubParams(_Section):
     @classmethod
     def _repo_id(cls, value: str) -> str:
         if value:
+            # here, not at the top: episodes workers import this module and read no hub params (0.05 s)
+            from huggingface_hub.errors import HFValidationError
+            from huggingface_hub.utils import validate_repo_id
+
             try:
                 validate_repo_id(value)
             except HFValidationError as err:
