@@ -10,32 +10,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
 from pipeline.checksums import file_sha256
-from pipeline.schema import HIDDEN_COLUMNS, SPLITS, AnswersManifest, Manifest, ShardInfo
-from pipeline.writer import MANIFEST_NAME
+from pipeline.schema import (
+    HIDDEN_COLUMNS,
+    MANIFEST_NAME,
+    SPLITS,
+    AnswersManifest,
+    Manifest,
+    ManifestError,
+    ShardInfo,
+    load_manifest,
+)
 
 
 def manifest_problems(manifest: Manifest) -> list[str]:
-    """Splits are SPLITS in order, contiguous from id 0, each tiled exactly by its shards."""
+    """Splits are SPLITS, in that order by id, and the shards tile their ranges (`Manifest.range_problems`)."""
     if set(manifest.splits) != set(SPLITS):
         return [f"splits {sorted(manifest.splits)} != {sorted(SPLITS)}"]
-    problems, next_id = [], 0
-    for split in SPLITS:
-        info = manifest.splits[split]
-        if info.first_id != next_id:
-            problems.append(f"{split} starts at {info.first_id}, expected {next_id}")
-        shards = [s for s in manifest.shards if s.split == split]
-        shard_id = info.first_id
-        for shard in shards:
-            if shard.first_id != shard_id:
-                problems.append(f"{shard.path} starts at {shard.first_id}, expected {shard_id}")
-            shard_id = shard.first_id + shard.num_rows
-        if shard_id != info.first_id + info.num_rows:
-            problems.append(f"{split} shards end at {shard_id}, expected {info.first_id + info.num_rows}")
-        next_id = info.first_id + info.num_rows
-    return problems
+    order = sorted(SPLITS, key=lambda split: manifest.splits[split].first_id)
+    problems = [] if order == list(SPLITS) else [f"splits in id order are {order}, expected {list(SPLITS)}"]
+    return problems + manifest.range_problems()
 
 
 def check_files(root: Path, shards: list[ShardInfo]) -> tuple[list[str], list[ShardInfo]]:
@@ -89,13 +84,13 @@ def check_answers(answers: Path | None, manifest: Manifest) -> tuple[list[str], 
     and row groups. The problems (paths under answers/), and the answers shards that passed."""
     if not manifest.hidden_splits:
         return [], []
-    path = None if answers is None else Path(answers) / MANIFEST_NAME
-    if path is None or not path.is_file():
-        return [f"answers/{MANIFEST_NAME}: missing (splits {manifest.hidden_splits} are hidden)"], []
+    if answers is None:
+        return [f"answers/{MANIFEST_NAME}: missing; splits {manifest.hidden_splits} are hidden"], []
+    path = Path(answers) / MANIFEST_NAME
     try:
-        listed = AnswersManifest.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        return [f"answers/{MANIFEST_NAME}: not a valid answers manifest: {exc}"], []
+        listed = load_manifest(path, AnswersManifest, f"splits {manifest.hidden_splits} are hidden")
+    except ManifestError as err:
+        return [f"answers/{MANIFEST_NAME}: {str(err).removeprefix(f'{path}: ')}"], []  # relative, as every problem
     if listed.params_hash != manifest.params_hash or file_sha256(path) != manifest.answers_sha256:
         return [f"answers/{MANIFEST_NAME}: another build's (params_hash or sha256 differs from manifest.json)"], []
     published = {_entry(s) for s in manifest.shards if s.split in manifest.hidden_splits}

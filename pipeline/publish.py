@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.filechecks import published_hidden_columns
 from pipeline.params import DEFAULT_PARAMS, HubParams, ParamsError, read_params, section
-from pipeline.writer import ManifestError, read_manifest, write_text_atomic
+from pipeline.schema import ManifestError
+from pipeline.writer import read_manifest, write_text_atomic
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,11 @@ Schema version 1 (DESIGN §3). `reward_api` and `train` import from here; nothin
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TypeVar
+
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION = 1
 # The reward formula's version (DESIGN §5). Lives here so the manifest can record it without the
@@ -119,6 +122,31 @@ class Manifest(_Frozen):
         None, description="sha256 of the answers folder's manifest.json: binds the hidden splits' ground truth"
     )
 
+    def range_problems(self) -> list[str]:
+        """What is wrong with the id ranges, which readers turn into a file and row by arithmetic alone.
+
+        Shards in id order must follow each other without gap or overlap from id 0, and each split's shards must
+        cover exactly its range.
+        """
+        problems, expected = [], 0
+        for shard in sorted(self.shards, key=lambda s: s.first_id):
+            if shard.split not in self.splits:
+                problems.append(f"{shard.path}: split {shard.split!r} is not one of {sorted(self.splits)}")
+            if shard.first_id != expected:
+                kind = "overlaps the shard before it" if shard.first_id < expected else "leaves ids before it unlisted"
+                problems.append(f"{shard.path}: first_id {shard.first_id} {kind} (expected {expected})")
+            expected = max(expected, shard.first_id + shard.num_rows)
+        for name, split in self.splits.items():
+            own = [s for s in self.shards if s.split == name]
+            start = min((s.first_id for s in own), default=split.first_id)
+            end = max((s.first_id + s.num_rows for s in own), default=split.first_id)
+            held = sum(s.num_rows for s in own)  # end - start, unless another split's shard sits among its own
+            if (start, end, held) != (split.first_id, split.first_id + split.num_rows, split.num_rows):
+                holds = f"{held} ids in {start}..{end - 1}" if own else "no id"
+                last = split.first_id + split.num_rows - 1
+                problems.append(f"split {name}: its shards hold {holds}, the manifest says {split.first_id}..{last}")
+        return problems
+
 
 class AnswersManifest(_Frozen):
     """`manifest.json` of the answers folder: the ground-truth shards of the hidden splits, for the server only."""
@@ -127,3 +155,30 @@ class AnswersManifest(_Frozen):
     params_hash: str = Field(description="The params_hash of the episodes build these answers belong to")
     row_group_rows: int = Field(ge=1)
     shards: list[ShardInfo] = Field(description="Same paths, id ranges and row groups as the published shards")
+
+
+MANIFEST_NAME = "manifest.json"  # in every dataset folder and answers folder
+
+
+class ManifestError(ValueError):
+    """A manifest.json that is missing, unreadable or not valid, or a folder that does not match its manifest;
+    the message names the file and what to do about it."""
+
+
+M = TypeVar("M", Manifest, AnswersManifest)
+
+
+def load_manifest(path: Path, model: type[M], hint: str) -> M:
+    """`path` parsed as `model`; ManifestError says in one line why it cannot be, then `hint` (how to get one)."""
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        problem = "missing"
+    except OSError as err:  # a folder, unreadable, ...
+        problem = f"cannot be read ({err.strerror or err})"
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        more = f" and {err.error_count() - 1} more" if err.error_count() > 1 else ""
+        problem = f"not a valid manifest ({f'{where}: ' if where else ''}{first['msg']}{more})"
+    raise ManifestError(f"{path}: {problem}; {hint}")

@@ -23,8 +23,8 @@ from pipeline.filechecks import (
     row_group_problems,
 )
 from pipeline.invariants import EPISODE_VIOLATIONS, INVARIANTS, NORMALIZE_MACROS, checked_sql, sql_literal
-from pipeline.schema import VISIBLE_COLUMNS, ShardInfo
-from pipeline.writer import ManifestError, read_manifest, write_text_atomic
+from pipeline.schema import VISIBLE_COLUMNS, ManifestError, ShardInfo
+from pipeline.writer import read_manifest, write_text_atomic
 
 log = logging.getLogger(__name__)
 

@@ -16,28 +16,31 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ValidationError
 
 from pipeline.checksums import file_sha256
-from pipeline.schema import ANSWERS_SCHEMA, SCHEMA_VERSION, AnswersManifest, Manifest, ShardInfo
+from pipeline.schema import (
+    ANSWERS_SCHEMA,
+    MANIFEST_NAME,
+    SCHEMA_VERSION,
+    AnswersManifest,
+    M,
+    Manifest,
+    ManifestError,
+    ShardInfo,
+    load_manifest,
+)
 from reward_api.scoring import REWARD_VERSION
-
-MANIFEST_NAME = "manifest.json"
 
 
 class StoreError(RuntimeError):
     """The dataset folder cannot be served; the message names the file and what is wrong with it."""
 
 
-def _load(path: Path, model: type[BaseModel], hint: str) -> BaseModel:
+def _load(path: Path, model: type[M], hint: str) -> M:
     try:
-        return model.model_validate_json(path.read_bytes())
-    except FileNotFoundError as exc:
-        raise StoreError(f"{path}: missing; {hint}") from exc
-    except OSError as exc:  # a folder, unreadable, ...
-        raise StoreError(f"{path}: cannot be read ({exc.strerror or exc}); {hint}") from exc
-    except ValidationError as exc:
-        raise StoreError(f"{path}: not a valid manifest: {exc}") from exc
+        return load_manifest(path, model, hint)
+    except ManifestError as err:
+        raise StoreError(str(err)) from None
 
 
 def read_manifest(root: Path) -> Manifest:
@@ -48,39 +51,10 @@ def read_manifest(root: Path) -> Manifest:
             f"{path}: built for schema {manifest.schema_version} / reward {manifest.reward_version}, this server "
             f"serves schema {SCHEMA_VERSION} / reward {REWARD_VERSION}"
         )
-    problems = range_problems(manifest)
+    problems = ["lists no shards: nothing to serve"] if not manifest.shards else manifest.range_problems()
     if problems:
         raise StoreError(f"{path}: " + "; ".join(problems))
     return manifest
-
-
-def range_problems(manifest: Manifest) -> list[str]:
-    """What is wrong with the manifest's id ranges: the store finds an episode by arithmetic on them.
-
-    Shards in id order must follow each other without gap or overlap from id 0, and each split's shards must
-    cover exactly its range. (pipeline.filechecks checks a build alike; the server image ships without it.)
-    """
-    if not manifest.shards:
-        return ["lists no shards: nothing to serve"]
-    problems = []
-    expected = 0
-    for shard in sorted(manifest.shards, key=lambda s: s.first_id):
-        if shard.split not in manifest.splits:
-            problems.append(f"{shard.path}: split {shard.split!r} is not one of {sorted(manifest.splits)}")
-        if shard.first_id != expected:
-            kind = "overlaps the shard before it" if shard.first_id < expected else "leaves ids before it unlisted"
-            problems.append(f"{shard.path}: first_id {shard.first_id} {kind} (expected {expected})")
-        expected = max(expected, shard.first_id + shard.num_rows)
-    for name, split in manifest.splits.items():
-        own = [s for s in manifest.shards if s.split == name]
-        start = min((s.first_id for s in own), default=split.first_id)
-        end = max((s.first_id + s.num_rows for s in own), default=split.first_id)
-        held = sum(s.num_rows for s in own)  # end - start, unless another split's shard sits among its own
-        if (start, end, held) != (split.first_id, split.first_id + split.num_rows, split.num_rows):
-            holds = f"{held} ids in {start}..{end - 1}" if own else "no id"
-            last = split.first_id + split.num_rows - 1
-            problems.append(f"split {name}: its shards hold {holds}, the manifest says {split.first_id}..{last}")
-    return problems
 
 
 def open_shard(root: Path, info: ShardInfo, row_group_rows: int, schema: pa.Schema) -> pq.ParquetFile:

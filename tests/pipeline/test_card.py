@@ -12,8 +12,15 @@ from datasets import load_dataset
 from test_writer import write_folder
 
 from pipeline.card import CARD_NAME, size_category, write_card
-from pipeline.schema import CORRUPTION_LEVELS, EPISODE_SCHEMA, HIDDEN_COLUMNS, SPLITS, VISIBLE_COLUMNS, Manifest
-from pipeline.writer import MANIFEST_NAME
+from pipeline.schema import (
+    CORRUPTION_LEVELS,
+    EPISODE_SCHEMA,
+    HIDDEN_COLUMNS,
+    MANIFEST_NAME,
+    SPLITS,
+    VISIBLE_COLUMNS,
+    Manifest,
+)
 
 COUNTS = {"train": 40, "validation": 12, "test": 12}
 

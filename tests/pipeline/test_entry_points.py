@@ -88,10 +88,11 @@ def test_episodes_stage_names_bad_params_and_facts_before_any_work(tmp_path, epi
 @pytest.mark.parametrize(
     ("files", "needle"),
     [
-        ({}, f"{MANIFEST} not found: build the dataset first"),
+        ({}, f"{MANIFEST}: missing; build the dataset (dvc repro episodes)"),
         ({MANIFEST: b'{"seed": 1, "shards": '}, f"{MANIFEST}: not a valid manifest (Invalid JSON: "),
+        ({f"{MANIFEST}/stray": b""}, f"{MANIFEST}: cannot be read (Is a directory)"),
     ],
-    ids=["missing-manifest", "corrupt-manifest"],
+    ids=["missing-manifest", "corrupt-manifest", "manifest-is-a-folder"],
 )
 def test_validate_stage_names_a_missing_or_corrupt_manifest(tmp_path, files, needle):
     result = run_stage("validate", project(tmp_path, files=files))

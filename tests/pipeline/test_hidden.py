@@ -30,6 +30,7 @@ from pipeline.schema import (
     ANSWERS_SCHEMA,
     EPISODE_SCHEMA,
     HIDDEN_COLUMNS,
+    MANIFEST_NAME,
     SPLITS,
     VISIBLE_COLUMNS,
     VISIBLE_SCHEMA,
@@ -37,7 +38,7 @@ from pipeline.schema import (
     Manifest,
 )
 from pipeline.validate import validate
-from pipeline.writer import MANIFEST_NAME, write_manifest
+from pipeline.writer import write_manifest
 from reward_api.store import EpisodeStore, StoreError
 from tests.conftest import SEED, SMALL_EPISODES
 from tests.hiddenbuild import HIDDEN, build_hidden
@@ -202,7 +203,7 @@ def test_validate_names_a_broken_answer_a_leaked_column_and_missing_answers(hidd
     examples = validate(episodes, answers=answers)["violation_examples"]
     assert f"answers/{path}: missing" in examples["answers_match"]
     examples = validate(episodes)["violation_examples"]
-    assert examples["answers_match"] == ["answers/manifest.json: missing (splits ['test'] are hidden)"]
+    assert examples["answers_match"] == ["answers/manifest.json: missing; splits ['test'] are hidden"]
 
 
 def test_stage_writes_the_answers_beside_the_episodes_and_validate_reads_them(facts_dir, tmp_path):

@@ -177,7 +177,7 @@ def test_a_corrupt_manifest_is_named_in_one_line_and_nothing_is_pushed(project, 
     assert result.returncode == 1 and "Traceback" not in result.stderr
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("publish: data/episodes/manifest.json: not a valid manifest (Invalid JSON: ")
-    assert line.endswith("); rebuild the dataset (dvc repro episodes)")
+    assert line.endswith("); build the dataset (dvc repro episodes)")
     with pytest.raises(HubError, match="Repository not found"):
         hub.files(REPO)
     assert not (project / "data" / "publish" / "receipt.json").exists()

@@ -15,9 +15,9 @@ import pytest
 from test_writer import write_folder
 
 from pipeline.invariants import INVARIANTS
-from pipeline.schema import EPISODE_SCHEMA, Manifest
+from pipeline.schema import EPISODE_SCHEMA, MANIFEST_NAME, Manifest, ManifestError
 from pipeline.validate import validate, violation_message
-from pipeline.writer import MANIFEST_NAME, ManifestError, file_sha256, write_manifest
+from pipeline.writer import file_sha256, write_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 COUNTS = {"train": 40, "validation": 12, "test": 12}
@@ -175,11 +175,7 @@ def test_file_invariants_name_the_files(tmp_path):
     write_manifest(tmp_path, manifest.model_copy(update={"splits": splits}))
 
     examples = validate(tmp_path)["violation_examples"]
-    assert examples["manifest_ranges"] == [
-        "test starts at 60, expected 52",
-        "data/test-00000-of-00001.parquet starts at 52, expected 60",
-        "test shards end at 64, expected 72",
-    ]
+    assert examples["manifest_ranges"] == ["split test: its shards hold 12 ids in 52..63, the manifest says 60..71"]
     assert examples["files_match_manifest"] == [
         "data/extra.parquet: not in the manifest",
         f"{TRAIN0}: bytes or sha256 differ from the manifest",
@@ -212,7 +208,7 @@ def test_stage_writes_metrics_and_fails_on_violation(tmp_path):
 
 
 def test_missing_manifest_is_a_clear_error(tmp_path):
-    with pytest.raises(ManifestError, match="manifest.json not found"):
+    with pytest.raises(ManifestError, match="manifest.json: missing; build the dataset"):
         validate(tmp_path)
 
 
