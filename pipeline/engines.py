@@ -54,7 +54,7 @@ def run_local(
     context = multiprocessing.get_context("spawn")
     start = (os.getpid(), setup, *setup_args)
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=start) as pool:
-        futures = {pool.submit(write, plan): i for i, plan in enumerate(plans)}
+        futures = {pool.submit(_local_shard, write, plan): i for i, plan in enumerate(plans)}
         infos: list[ShardInfo | None] = [None] * len(plans)
         try:
             for future in as_completed(futures):
@@ -130,15 +130,28 @@ def _ray_shard(write: Write, setup: Setup, shared: list, plan: ShardPlan) -> Sha
 
 
 _PARENT: dict[str, int] = {}  # in a local pool's worker: the pid of the stage process that started it
+_SETUP: dict[str, tuple] = {}  # in a local pool's worker: the setup its first shard runs
 
 
 def _start_worker(parent: int, setup: Setup, *setup_args) -> None:
-    """A local pool worker's initializer: tie the worker's life to its stage process `parent`, then `setup`."""
+    """A local pool worker's initializer: tie the worker's life to its stage process `parent`; `setup` waits for
+    the first shard (`_local_shard`)."""
     _PARENT["pid"] = parent
     if not _kill_on_parent_death():
         threading.Thread(target=watch_parent, args=(parent, _WATCH_S), name="watch-parent", daemon=True).start()
     stop_if_orphaned()  # the stage died before the line above took effect
-    setup(*setup_args)
+    _SETUP["pending"] = (setup, setup_args)
+
+
+def _local_shard(write: Write, plan: ShardPlan) -> ShardInfo:
+    """One shard in a local pool's worker, after the worker's setup if it has not run yet: a setup that fails
+    (a facts file changed mid-build) fails this shard's future with its own error, where an initializer's would
+    break the whole pool (BrokenProcessPool) and hide it."""
+    if "pending" in _SETUP:
+        setup, args = _SETUP["pending"]
+        setup(*args)
+        del _SETUP["pending"]
+    return write(plan)
 
 
 def _kill_on_parent_death() -> bool:

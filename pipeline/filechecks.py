@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.checksums import file_sha256
@@ -72,7 +73,11 @@ def published_hidden_columns(root: Path, manifest: Manifest) -> list[str]:
     for shard in manifest.shards:
         path = root / shard.path
         if shard.split in manifest.hidden_splits and path.is_file():
-            leaked = [name for name in pq.read_schema(path).names if name in HIDDEN_COLUMNS]
+            try:
+                leaked = [name for name in pq.read_schema(path).names if name in HIDDEN_COLUMNS]
+            except (pa.ArrowException, OSError):  # truncated or not Parquet: what it holds cannot be told
+                problems.append(f"{shard.path}: split {shard.split} is hidden but the file's schema cannot be read")
+                continue
             if leaked:
                 problems.append(f"{shard.path}: split {shard.split} is hidden but the file has columns {leaked}")
     return problems

@@ -14,8 +14,9 @@ def _chars(points: list[int]) -> str:
     return "".join(f"\\x{{{p:x}}}" for p in points)
 
 
-# Python's whitespace (str.isspace); every such character lies in the BMP.
-_WS = _chars([p for p in range(0x10000) if chr(p).isspace()])
+# Python's whitespace (str.isspace); every such character lies in the BMP. With NON_WORD below, the reward's
+# `normalize` in the regex syntax DuckDB (RE2) and polars (Rust regex) share: \p{..} classes and \x{..} escapes.
+WHITESPACE = _chars([p for p in range(0x10000) if chr(p).isspace()])
 # Python lowercases a final capital sigma to ς: after a cased letter and not before one, skipping
 # case-ignorable characters (Unicode SpecialCasing Final_Sigma). Cased = Lu/Ll/Lt + Other_Lowercase/Uppercase.
 _CASED = r"\p{Lu}\p{Ll}\p{Lt}" + "".join(
@@ -31,7 +32,7 @@ _FINAL_SIGMA = (
     f"CASE WHEN contains(s, 'Σ') THEN regexp_replace(s, '([{_CASED}][{_CASE_IGNORABLE}]*)Σ"
     f"([{_CASE_IGNORABLE}]*(?:[^{_CASED}{_CASE_IGNORABLE}]|$))', '\\1ς\\2', 'g') ELSE s END"
 )
-_KEEP = f"[^\\p{{L}}\\p{{N}}_{_WS}]"
+NON_WORD = f"[^\\p{{L}}\\p{{N}}_{WHITESPACE}]"  # what normalize strips: Python's [^\\w\\s]
 # The reward's normalize() as DuckDB macros, in two steps so that a caller can compute the first once per
 # string (a macro repeats its argument wherever its body does): lower_sigma(s), then norm_lower(x).
 # norm(s) chains them. The regexp_replace calls run only where a regexp_matches (several times cheaper) finds
@@ -39,7 +40,7 @@ _KEEP = f"[^\\p{{L}}\\p{{N}}_{_WS}]"
 NORMALIZE_MACROS = (
     f"CREATE MACRO lower_sigma(s) AS lower({_FINAL_SIGMA})",
     "CREATE MACRO norm_lower(x) AS CASE WHEN regexp_matches(x, '[^\\p{L}\\p{N}_ ]|  |^ | $') "
-    f"THEN trim(regexp_replace(regexp_replace(x, '{_KEEP}', '', 'g'), '[{_WS}]+', ' ', 'g')) ELSE x END",
+    f"THEN trim(regexp_replace(regexp_replace(x, '{NON_WORD}', '', 'g'), '[{WHITESPACE}]+', ' ', 'g')) ELSE x END",
     "CREATE MACRO norm(s) AS norm_lower(lower_sigma(s))",
 )
 
@@ -100,8 +101,9 @@ EPISODE_INVARIANTS = {
         f"CASE WHEN list_contains(corrupt_ids, {{d}}) THEN list_contains({_LEVELS}, doc_corruption[{{p}}]) "
         "ELSE doc_corruption[{p}] = 'none' END"
     ),
+    # A corrupt document asserts a value (its claim is not NULL), and not the answer or an alias.
     "corrupt_claims_false": " AND ".join(
-        f"NOT (list_contains(corrupt_ids, {p - 1}) AND {_true(p)})" for p in _POSITIONS
+        f"(NOT list_contains(corrupt_ids, {p - 1}) OR (k{p} IS NOT NULL AND NOT {_true(p)}))" for p in _POSITIONS
     ),
     "clean_claims_true": " AND ".join(f"(list_contains(corrupt_ids, {p - 1}) OR {_true(p)})" for p in _POSITIONS),
     "answer_strict_plurality": _plurality(),

@@ -28,11 +28,14 @@ from pipeline.schema import (
     ANSWERS_SCHEMA,
     EPISODE_SCHEMA,
     MANIFEST_NAME,
+    REWARD_VERSION,
+    SCHEMA_VERSION,
     SPLITS,
     VISIBLE_COLUMNS,
     VISIBLE_SCHEMA,
     AnswersManifest,
     Manifest,
+    ManifestError,
     ShardInfo,
     load_manifest,
 )
@@ -206,8 +209,16 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def read_manifest(root: Path) -> Manifest:
-    """The folder's manifest.json; ManifestError names the file when it is missing, unreadable or not valid."""
-    return load_manifest(Path(root) / MANIFEST_NAME, Manifest, "build the dataset (dvc repro episodes)")
+    """The folder's manifest.json; ManifestError names the file when it is missing, unreadable, not valid, or
+    written for another schema or reward version than this code's (whose invariants would not be its own)."""
+    path = Path(root) / MANIFEST_NAME
+    manifest = load_manifest(path, Manifest, "build the dataset (dvc repro episodes)")
+    if (manifest.schema_version, manifest.reward_version) != (SCHEMA_VERSION, REWARD_VERSION):
+        raise ManifestError(
+            f"{path}: built for schema {manifest.schema_version} / reward {manifest.reward_version}, this code is "
+            f"schema {SCHEMA_VERSION} / reward {REWARD_VERSION}; rebuild the dataset (dvc repro episodes)"
+        )
+    return manifest
 
 
 def write_manifest(root: Path, manifest: Manifest | AnswersManifest) -> None:

@@ -170,8 +170,10 @@ def test_unreadable_facts_fail_in_the_parent_before_any_work(facts_dir, tmp_path
     assert [p.name for p in tmp_path.iterdir()] == ["facts"], "no staging folder, no output"
 
 
-def test_facts_changed_after_the_stage_read_them_are_refused(facts_dir, tmp_path, monkeypatch):
-    """Workers read the facts file themselves: a table that is not the one the stage hashed builds nothing."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_facts_changed_after_the_stage_read_them_are_refused(facts_dir, tmp_path, monkeypatch, workers):
+    """Workers read the facts file themselves: a table that is not the one the stage hashed builds nothing, and the
+    refusal reaches the stage as itself (a pool worker's failed start-up had surfaced as BrokenProcessPool)."""
     facts = tmp_path / "facts" / "facts.parquet"
     facts.parent.mkdir()
     facts.write_bytes((facts_dir / "facts.parquet").read_bytes())
@@ -184,7 +186,7 @@ def test_facts_changed_after_the_stage_read_them_are_refused(facts_dir, tmp_path
 
     monkeypatch.setattr(episodes, "read_facts", read_then_change)
     with pytest.raises(FactsError, match=f"^{re.escape(str(facts))}: changed while the episodes stage ran"):
-        build_episodes(facts.parent, tmp_path / "out", TINY, SEED)
+        build_episodes(facts.parent, tmp_path / "out", TINY.model_copy(update={"workers": workers}), SEED)
     assert [p.name for p in tmp_path.iterdir()] == ["facts"], "no staging folder, no output"
 
 

@@ -206,6 +206,18 @@ def test_validate_names_a_broken_answer_a_leaked_column_and_missing_answers(hidd
     assert examples["answers_match"] == ["answers/manifest.json: missing; splits ['test'] are hidden"]
 
 
+def test_validate_reports_a_truncated_hidden_split_file_instead_of_crashing(hidden_build, tmp_path):
+    episodes, answers = copy_build(hidden_build, tmp_path)
+    path = "data/test-00000-of-00001.parquet"
+    (episodes / path).write_bytes((episodes / path).read_bytes()[:100])
+
+    examples = validate(episodes, answers=answers)["violation_examples"]
+    assert f"{path}: bytes or sha256 differ from the manifest" in examples["files_match_manifest"]
+    assert examples["hidden_columns_unpublished"] == [
+        f"{path}: split test is hidden but the file's schema cannot be read"
+    ]
+
+
 def test_stage_writes_the_answers_beside_the_episodes_and_validate_reads_them(facts_dir, tmp_path):
     params = {"seed": SEED, "episodes": HIDDEN.model_dump()}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))

@@ -122,6 +122,7 @@ EDITS = {
     ],
     TRAIN1: [
         set_item(17, "doc_claims", first_corrupt, "zoe bronte li"),
+        set_item(22, "doc_claims", first_corrupt, None),  # a corrupt document that asserts nothing
         set_item(21, "doc_claims", first_clean, "Zoe Bronte"),
         set_field(16, answer_type="colour"),
         set_field(18, episode_id=500),
@@ -139,7 +140,7 @@ EXPECTED = {
     "corrupt_ids": [6],
     "task_matches_corrupt_count": [8],
     "doc_corruption": [10, 11, 12],
-    "corrupt_claims_false": [13, 17, 25, 29],
+    "corrupt_claims_false": [13, 17, 22, 25, 29],
     "clean_claims_true": [9, 14, 21],
     "answer_strict_plurality": [7],
     "max_budget": [15],
@@ -209,6 +210,15 @@ def test_stage_writes_metrics_and_fails_on_violation(tmp_path):
 
 def test_missing_manifest_is_a_clear_error(tmp_path):
     with pytest.raises(ManifestError, match="manifest.json: missing; build the dataset"):
+        validate(tmp_path)
+
+
+@pytest.mark.parametrize("version", [{"schema_version": 2}, {"reward_version": "v0"}])
+def test_a_build_of_another_schema_or_reward_is_refused(tmp_path, version):
+    write_folder(tmp_path, COUNTS, row_group_rows=GROUP)
+    manifest = Manifest.model_validate_json((tmp_path / MANIFEST_NAME).read_text())
+    write_manifest(tmp_path, manifest.model_copy(update=version))
+    with pytest.raises(ManifestError, match=r"json: built for schema \S+ / reward \S+, this code is schema 1"):
         validate(tmp_path)
 
 
