@@ -8,19 +8,33 @@ message naming the key.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from pipeline.params import DEFAULT_PARAMS, ParamsError, read_params, section
 from pipeline.schema import SPLITS
 
-__all__ = ["LoraParams", "ParamsError", "TrainParams", "load_train_params"]
+__all__ = ["LoraParams", "ParamsError", "TrainParams", "load_train_params", "world_size"]
+
+
+def _yaml_float(value: object) -> object:
+    """PyYAML (YAML 1.1) reads 5e-5, with no dot, as a string: say how to write it rather than "not a number"."""
+    if isinstance(value, str) and re.fullmatch(r"[-+]?[0-9]+[eE][-+]?[0-9]+", value):
+        dotted = re.sub(r"([0-9])([eE])", r"\1.0\2", value, count=1)
+        raise ValueError(f"YAML reads {value} (no dot) as a string, not a number: write {dotted}")
+    return value
+
+
+Float = Annotated[float, BeforeValidator(_yaml_float)]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict as pipeline.params: YAML gives typed values, so `"500"`, `yes` or `off` where a number or a
+    # bool belongs is a mistake; and a float such as learning_rate: .inf would only fail mid-run.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class LoraParams(_Section):
@@ -28,8 +42,16 @@ class LoraParams(_Section):
 
     r: int = Field(16, gt=0)
     lora_alpha: int = Field(16, gt=0)
-    lora_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    lora_dropout: Float = Field(0.0, ge=0.0, lt=1.0)
     target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"], min_length=1)
+
+    @field_validator("target_modules")
+    @classmethod
+    def _module_names(cls, value: list[str]) -> list[str]:
+        """peft matches a module by its name's last parts: an empty or blank name matches none, silently."""
+        if not all(re.fullmatch(r"\S+", name) for name in value):
+            raise ValueError("each must be a module name such as q_proj: not empty, no spaces")
+        return value
 
 
 class TrainParams(_Section):
@@ -44,25 +66,24 @@ class TrainParams(_Section):
     load_in_4bit: bool = True
     max_seq_length: int = Field(4096, gt=0, description="Unsloth context length (prompt + completion)")
     lora: LoraParams = Field(default_factory=LoraParams)
-    learning_rate: float = Field(5e-5, gt=0)
+    learning_rate: Float = Field(5e-5, gt=0)
     num_generations: int = Field(8, ge=2)
     per_device_train_batch_size: int = Field(4, gt=0)
     gradient_accumulation_steps: int = Field(4, gt=0)
     max_completion_length: int = Field(512, gt=0)
     max_tool_calling_iterations: int = Field(12, gt=0, description="Tool mode: tool rounds per rollout")
-    temperature: float = Field(1.0, gt=0)
+    temperature: Float = Field(1.0, gt=0)
     logging_steps: int = Field(10, gt=0)
     save_steps: int = Field(50, gt=0)
-    seed: int = Field(42, ge=0)
-    format_reward_weight: float = Field(
+    seed: int = Field(42, ge=0, lt=2**32, description="numpy's seed range (transformers seeds numpy too)")
+    format_reward_weight: Float = Field(
         0.0, ge=0.0, description="Weight of the format reward in the total; it is logged even at 0"
     )
 
     @model_validator(mode="after")
     def _groups_fit(self) -> TrainParams:
         # TRL's rule, checked before any model loads: a generation batch (every process's) holds whole groups.
-        # WORLD_SIZE is the process count that accelerate launch and torchrun set.
-        processes = int(os.environ.get("WORLD_SIZE", "1"))
+        processes = world_size()
         batch = self.per_device_train_batch_size * self.gradient_accumulation_steps * processes
         if batch % self.num_generations:
             raise ValueError(
@@ -74,6 +95,15 @@ class TrainParams(_Section):
         return self
 
 
+def world_size() -> int:
+    """The process count that accelerate launch and torchrun set (1 when unset); it sizes a generation batch."""
+    value = os.environ.get("WORLD_SIZE", "1")
+    if not re.fullmatch(r"[0-9]+", value) or int(value) < 1:
+        raise ParamsError(f"WORLD_SIZE: must be a whole number >= 1 (the process count), got {value!r}")
+    return int(value)
+
+
 def load_train_params(path: Path = DEFAULT_PARAMS) -> TrainParams:
-    """Read and validate `train:` from a params file; errors are ParamsError naming `train.<key>`."""
+    """Read and validate `train:` from a params file; errors are ParamsError naming `train.<key>` or WORLD_SIZE."""
+    world_size()  # the environment's error names WORLD_SIZE, not the section that reads it
     return section(read_params(path), "train", TrainParams, path)

@@ -86,6 +86,17 @@ def run_agents(args: argparse.Namespace, rows: Sequence[dict[str, Any]], models:
     return results
 
 
+def read_rows(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The episodes, read before any model loads: data that cannot be read is one line naming the flags, not a
+    traceback (datasets: no data files, a hidden split; OSError: a missing folder, a Hub it cannot reach)."""
+    try:
+        return take_rows(args.data, args.split, args.limit, args.revision)
+    except (ValueError, OSError) as err:
+        revision = f", --revision {args.revision!r}" if args.revision else ""
+        problem = " ".join(str(err).split())  # a library's message may span lines
+        parser.exit(2, f"error: --data {args.data!r}, --split {args.split!r}{revision}: {problem}\n")
+
+
 def _model_arg(value: str) -> tuple[str, str, None]:
     name, sep, path = value.partition("=")
     if not sep or not name or not path:
@@ -125,13 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "tools" and args.agents and not (args.tokenizer or models):
         parser.error("--mode tools: baselines write tool calls with a tokenizer: give --tokenizer, --model or --demo")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    rows = read_rows(parser, args)
     import torch
 
     from train.plots import write_charts
 
     torch.set_num_threads(args.threads)
-
-    rows = take_rows(args.data, args.split, args.limit, args.revision)
     results = run_agents(args, rows, models)
     for name, result in results.items():
         logger.info("%s: reward %s, accuracy %s", name, result["reward"]["mean"], result["accuracy"])

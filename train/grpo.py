@@ -18,6 +18,11 @@ from train.config import load_train_params
 logger = logging.getLogger("train.grpo")
 
 
+def one_line(err: BaseException) -> str:
+    """A library's message may span lines; the error a user reads (and greps) is one."""
+    return " ".join(str(err).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m train.grpo", description=__doc__.splitlines()[0])
     parser.add_argument("--params", type=Path, default=DEFAULT_PARAMS, help="params file with a train: section")
@@ -32,14 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     from train.data import stream_episodes
     from train.trainer import train
 
-    try:  # datasets: no data files, no such split, a hidden split
+    try:  # datasets: no data files, no such split, a hidden split; OSError: ConnectionError, a Hub it cannot reach
         stream = stream_episodes(params.data, params.split, revision=params.revision)
-    except (ValueError, FileNotFoundError) as err:
-        parser.exit(2, f"error: train.data {params.data!r}, split {params.split!r}: {err}\n")
+    except (ValueError, OSError) as err:
+        parser.exit(2, f"error: train.data {params.data!r}, split {params.split!r}: {one_line(err)}\n")
     try:  # transformers: neither a local model folder nor a Hub model id
         policy = load_policy(params)
     except OSError as err:
-        parser.exit(2, f"error: train.model {params.model!r}: {err}\n")
+        parser.exit(2, f"error: train.model {params.model!r}: {one_line(err)}\n")
     logger.info("backend %s, mode %s, model %s, data %s", policy.backend, params.mode, params.model, params.data)
     history = train(params, policy, stream)
     del stream

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from train.config import ParamsError, TrainParams, load_train_params
+from train.grpo import main as grpo_main
 
 
 def test_defaults_are_the_spec_values(write_params):
@@ -37,6 +38,18 @@ def test_the_repository_params_file_is_valid():
         ({"max_steps": 5, "report_to": "mlflow"}, "train.report_to"),
         ({"max_steps": 5, "num_generations": 3}, "must be a multiple of num_generations (3)"),
         ({"max_steps": 5, "mode": "tools", "format_reward_weight": 1.0}, "format_reward_weight applies to mode one"),
+        # strict, finite: YAML's typed values are taken as written, and a float is a finite number
+        ({"max_steps": 5, "learning_rate": float("inf")}, "train.learning_rate: Input should be a finite number"),
+        ({"max_steps": 5, "temperature": float("inf")}, "train.temperature: Input should be a finite number"),
+        ({"max_steps": 5, "format_reward_weight": float("inf")}, "train.format_reward_weight: Input should be a fin"),
+        ({"max_steps": 5, "lora": {"lora_dropout": float("nan")}}, "train.lora.lora_dropout: Input should be a fin"),
+        ({"max_steps": 5, "seed": True}, "train.seed: Input should be a valid integer (got True)"),
+        ({"max_steps": 5, "seed": 2**32}, "train.seed: Input should be less than 4294967296"),
+        ({"max_steps": 5, "load_in_4bit": "off"}, "train.load_in_4bit: Input should be a valid boolean (got 'off')"),
+        ({"max_steps": "500"}, "train.max_steps: Input should be a valid integer (got '500')"),
+        ({"max_steps": 5, "lora": {"target_modules": [""]}}, "train.lora.target_modules: Value error, each must be"),
+        ({"max_steps": 5, "lora": {"target_modules": ["q_proj", " "]}}, "train.lora.target_modules: Value error"),
+        ({"max_steps": 5, "learning_rate": "5e-5"}, "train.learning_rate: Value error, YAML reads 5e-5 (no dot) as a"),
     ],
 )
 def test_bad_keys_fail_naming_the_key(write_params, section, named):
@@ -52,6 +65,20 @@ def test_generation_batches_count_every_process(write_params, monkeypatch):
         load_train_params(write_params(section))
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert load_train_params(write_params(section)).num_generations == 8
+
+
+@pytest.mark.parametrize("value", ["two", "0", "-2", "", "2.0"])
+def test_a_bad_world_size_fails_naming_world_size(write_params, monkeypatch, capsys, value):
+    """WORLD_SIZE comes from the launcher's environment, not from train:, so its error names it alone."""
+    path = write_params({"max_steps": 5, "num_generations": 2, "per_device_train_batch_size": 2})
+    monkeypatch.setenv("WORLD_SIZE", value)
+    message = f"WORLD_SIZE: must be a whole number >= 1 (the process count), got {value!r}"
+    with pytest.raises(ParamsError) as err:
+        load_train_params(path)
+    assert str(err.value) == message
+    with pytest.raises(SystemExit) as exit_:
+        grpo_main(["--params", str(path)])
+    assert exit_.value.code == 2 and capsys.readouterr().err == f"error: {message}\n"
 
 
 def test_missing_section_and_file(tmp_path):

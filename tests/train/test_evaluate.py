@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
+from tests.hiddenbuild import build_hidden
 from train.agents import BASELINES, scripted_tool_agent, tool_tokenizer
 from train.evaluate import evaluate, evaluate_tools, main, score_rows
 from train.metrics import calibration, flag_metrics, mean_ci
@@ -135,3 +137,24 @@ def test_command_refuses_what_it_cannot_run(tmp_path, episodes_dir, capsys):
     assert not (tmp_path / "out").exists()  # refused before writing anything
     with pytest.raises(FileNotFoundError, match="no sft/ checkpoint"):
         main(["--data", str(episodes_dir), "--demo", str(tmp_path), "--out", str(tmp_path)])
+
+
+@pytest.fixture(scope="module")
+def hidden_episodes(tmp_path_factory, facts_dir) -> Path:
+    """The suite's small build with its test split hidden (episodes.hidden_test)."""
+    return build_hidden(tmp_path_factory.mktemp("hidden"), facts_dir)[0]
+
+
+def test_data_it_cannot_read_is_one_line_naming_the_flag(tmp_path, hidden_episodes, capsys):
+    """A missing folder or a hidden split exits 2 with one line naming --data and --split, and writes nothing."""
+    out = tmp_path / "out"
+    for data, split, problem in (
+        (tmp_path / "absent", "validation", "Couldn't find any data file"),
+        (hidden_episodes, "test", "split 'test' of"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--data", str(data), "--split", split, "--agents", "oracle", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and err.count("\n") == 1, err
+        assert err.startswith(f"error: --data {str(data)!r}, --split {split!r}: ") and problem in err, err
+    assert not out.exists()

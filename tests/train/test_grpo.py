@@ -56,3 +56,21 @@ def test_tool_mode_trains_with_the_environment(tmp_path, write_params, episodes_
     assert main(["--params", str(write_params(section))]) == 0
     steps = _check_outputs(out, "rewards/ContextCorruptionEnv/mean")
     assert all("tools/call_frequency" in h for h in steps)
+
+
+def test_unreachable_hub_data_is_one_line_naming_train_data(tmp_path, write_params):
+    """Hub data that cannot be reached (offline here) exits 2 with one line, before any model loads."""
+    section = {**SMALL, "data": "someone/nonexistent-ds", "model": str(tmp_path / "no-model")}
+    path = write_params(section)
+    run = subprocess.run(
+        [sys.executable, "-m", "train.grpo", "--params", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    errors = [line for line in run.stderr.splitlines() if "error" in line.lower()]
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert errors == [run.stderr.splitlines()[-1]], run.stderr[-2000:]
+    assert errors[0].startswith("error: train.data 'someone/nonexistent-ds', split 'train': Couldn't reach")
+    assert "Traceback" not in run.stderr and "train.backend" not in run.stderr
