@@ -64,7 +64,7 @@ class ContextCorruptionEnv(Environment[ContextCorruptionAction, ContextCorruptio
         store = self._backend.store
         if body.episode_id is not None:
             chosen = body.episode_id
-            store.locate(chosen)
+            _check_chosen(store, chosen, {name: getattr(body, name) for name in body.model_fields_set & CHOOSERS})
         else:
             chosen = seeded_episode(
                 store, secrets.randbelow(2**63) if body.seed is None else body.seed, body.split, body.task
@@ -136,4 +136,21 @@ class ContextCorruptionEnv(Environment[ContextCorruptionAction, ContextCorruptio
                 "and submit an answer with a calibrated confidence. Reward v1 in [-0.2, 1.05]."
             ),
             version=self._backend.store.manifest.reward_version,
+        )
+
+
+CHOOSERS = {"split", "task"}  # how a seeded reset chooses; sent with an episode_id, they must be that episode's
+
+
+def _check_chosen(store: EpisodeStore, episode_id: int, asked: dict[str, str | None]) -> None:
+    """EpisodeNotFound when `episode_id` is no episode, or not one of the split and task also asked for."""
+    store.locate(episode_id)
+    if not asked:
+        return
+    view = store.view(episode_id)
+    wrong = {name: value for name, value in asked.items() if value is not None and view[name] != value}
+    if wrong:
+        raise EpisodeNotFound(
+            f"no episode {episode_id} in {', '.join(f'{name} {value!r}' for name, value in wrong.items())}: "
+            f"it is a {view['task']} episode of {view['split']}"
         )

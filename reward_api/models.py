@@ -27,6 +27,7 @@ Confidence = Annotated[
 ]
 Answer = Annotated[str, Field(max_length=MAX_ANSWER_CHARS, description="The final answer")]
 MAX_BATCH = 8192
+MAX_ID_DIGITS = len(str(2**63 - 1))  # a longer decimal string names no episode
 
 
 def _invalid(kind: str, message: str) -> PydanticCustomError:
@@ -108,7 +109,9 @@ class ContextCorruptionState(State):
 
 
 class ResetBody(_Closed):
-    """POST /reset: an episode by id, or a seed mapped deterministically to an episode of a split (and task)."""
+    """POST /reset: an episode by id, or a seed mapped deterministically to an episode of a split (and task).
+
+    A split or task sent with an episode_id must be that episode's (else 404): it is never silently ignored."""
 
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"episode_id": 42}, {"seed": 7, "split": "test", "task": "hard"}, {}]}
@@ -124,9 +127,12 @@ class ResetBody(_Closed):
     @classmethod
     def _as_int(cls, value: int | str | None) -> int | None:
         if isinstance(value, str):
-            if not (value.strip().isascii() and value.strip().isdigit()):
+            digits = value.strip()
+            if not (digits.isascii() and digits.isdigit()):
                 raise _invalid("episode_id", f"episode_id must be a non-negative integer, got {value!r}")
-            value = int(value)
+            if len(digits) > MAX_ID_DIGITS:  # int() of a long one raises an interpreter error (4,300 digits)
+                raise _invalid("episode_id", f"episode_id must be below 2**63, got a {len(digits)}-digit number")
+            value = int(digits)
         if value is not None and value < 0:
             raise _invalid("episode_id", f"episode_id must be a non-negative integer, got {value}")
         return value

@@ -81,7 +81,7 @@ def _replace_reset(app: FastAPI, backend: Backend) -> None:
         The observation's `state_token` carries the game: send it back with every `/step` action.
         """
         env = ContextCorruptionEnv(backend)
-        return ResetResponse(**serialize_observation(env.reset(**body.model_dump(exclude_none=True))))
+        return ResetResponse(**serialize_observation(env.reset(**body.model_dump(exclude_unset=True))))
 
 
 STEP_EXAMPLES = {

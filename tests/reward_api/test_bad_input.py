@@ -22,6 +22,8 @@ CASES = [
     ("post", "/reset", {"episode_id": 999999}, 404, "no episode"),
     ("post", "/reset", {"episode_id": -4}, 422, "non-negative"),
     ("post", "/reset", {"episode_id": "x1"}, 422, "non-negative"),
+    ("post", "/reset", {"episode_id": "1" * 4301}, 422, "below 2**63, got a 4301-digit number"),
+    ("post", "/reset", {"episode_id": 3, "split": "test"}, 404, "no episode 3 in split 'test': it is a"),
     ("post", "/reset", {"episode_id": True}, 422, "valid integer"),
     ("post", "/reset", {"episode_id": 2.5}, 422, "valid integer"),
     ("post", "/reset", {"seed": -1}, 422, "greater than or equal"),
@@ -101,6 +103,8 @@ def test_a_refused_action_on_the_websocket_is_reported_and_the_session_goes_on(b
             env.step({"action_type": "read_doc"})
         with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
             env.reset(episode_id="abc")
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):  # int() of it raised an interpreter error
+            env.reset(episode_id="1" * 4301)
         assert not env.step(FLAG).done
         assert env.state()["episode_id"] == "3" and env.state()["flagged_ids"] == [1]
 

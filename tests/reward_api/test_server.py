@@ -193,6 +193,20 @@ def test_seeded_resets_are_deterministic_within_split_and_task(http, rows):
     )
 
 
+def test_a_split_or_task_sent_with_an_episode_id_must_be_that_episodes(http, rows):
+    """They choose seeded resets; beside an id they were ignored, so a caller asking for a hard test episode by a
+    wrong id played something else."""
+    episode = rows[5]
+    own = {"episode_id": 5, "split": episode["split"], "task": episode["task"]}
+    assert http.post("/reset", json=own).json()["observation"]["episode_id"] == 5
+    other = next(task for task in ("easy", "medium", "hard", "adversarial") if task != episode["task"])
+    reply = http.post("/reset", json={**own, "task": other})
+    assert reply.status_code == 404
+    assert reply.json()["detail"] == (
+        f"no episode 5 in task {other!r}: it is a {episode['task']} episode of {episode['split']}"
+    )
+
+
 def test_episode_view_and_listing_routes(http, rows, backend):
     view = http.get("/episodes/42").json()
     assert view == {k: rows[42][k] for k in ("episode_id", "split", "task", "question", "documents", "max_budget")}
