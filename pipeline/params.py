@@ -21,8 +21,8 @@ from pipeline.writer import ShardPlan, plan_shards
 
 DEFAULT_PARAMS = Path("params.yaml")
 EXECUTION_KEYS = ("workers", "engine", "ray_address")  # episodes keys left out of the manifest's params_hash
-# git check-ref-format: components that do not start with a dot, none of its forbidden characters.
-_TAG = re.compile(r"(?!/)(?:[^./\x00-\x20~^:?*\[\\\x7f][^/\x00-\x20~^:?*\[\\\x7f]*/?)+(?<!/)")
+# git check-ref-format's forbidden characters: control characters, space, DEL and ~^:?*[\
+_TAG_FORBIDDEN = re.compile(r"[\x00-\x20~^:?*\[\\\x7f]")
 FACT_SOURCES = ("geonames", "elements", "synthetic", "nq_open", "popqa", "faitheval")
 
 
@@ -131,11 +131,20 @@ class HubParams(_Section):
     @classmethod
     def _tag(cls, value: str) -> str:
         """A name git accepts for a tag (git check-ref-format), checked here rather than after the upload."""
-        if not value or not _TAG.fullmatch(value) or ".." in value or "@{" in value or value.endswith((".", ".lock")):
+        if not is_git_tag(value):
             raise ValueError(
-                f"must be a git tag name such as v1 (no spaces, '..', '~^:?*[\\' or '@{{'), got {value!r}"
+                "must be a git tag name such as v1 (no spaces, '..', '~^:?*[\\' or '@{', no empty, dot-led or "
+                "'.lock' component, not '@')"
             )
         return value
+
+
+def is_git_tag(value: str) -> bool:
+    """git check-ref-format's rules, checked per '/' component: one regex over the whole name backtracked
+    exponentially on a long name with a forbidden character at its end."""
+    if value in ("", "@") or ".." in value or "@{" in value or value.endswith(".") or _TAG_FORBIDDEN.search(value):
+        return False
+    return all(part and not part.startswith(".") and not part.endswith(".lock") for part in value.split("/"))
 
 
 Section = TypeVar("Section", bound=BaseModel)
@@ -143,16 +152,29 @@ Section = TypeVar("Section", bound=BaseModel)
 
 def read_params(path: Path = DEFAULT_PARAMS) -> dict:
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError as err:
-        raise ParamsError(f"{path}: file not found") from err
+        data = yaml.safe_load(_read_text(path))
     except yaml.YAMLError as err:  # one line: where, and what PyYAML found wrong there
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ParamsError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', None) or err}") from err
+        problem = " ".join(str(getattr(err, "problem", None) or err).split())
+        raise ParamsError(f"{path}: not valid YAML{where}: {problem}") from err
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: expected a mapping at the top level")
     return data
+
+
+def _read_text(path: Path) -> str:
+    """The file's text, or a ParamsError naming it: a folder or a binary file is a wrong path, not a traceback."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise ParamsError(f"{path}: file not found") from err
+    except IsADirectoryError as err:
+        raise ParamsError(f"{path}: is a directory, not a params file") from err
+    except OSError as err:
+        raise ParamsError(f"{path}: cannot be read ({err.strerror or err})") from err
+    except UnicodeDecodeError as err:
+        raise ParamsError(f"{path}: not UTF-8 text (byte {err.start} is {err.object[err.start]:#04x})") from err
 
 
 def seed(data: dict, path: Path = DEFAULT_PARAMS) -> int:

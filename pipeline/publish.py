@@ -4,7 +4,9 @@ Publishing is opt-in. With `hub.repo_id` empty or no token, the stage logs one l
 writes a receipt that says it was skipped (DVC needs the output either way). Otherwise the Hub repo becomes an
 exact mirror of data/episodes (remote files the folder lacks are deleted, `.gitattributes` aside), and the upload
 is resumable: upload_folder skips files the Hub already holds, so re-running after an interruption completes it.
-A repo that already exists with the other visibility than `hub.private` is refused before anything is uploaded.
+A repo that already exists with the other visibility than `hub.private`, a shard whose bytes are not the manifest's,
+and a tag that already names other files are refused before anything is uploaded; a tag that already names exactly
+the folder's files makes the run a no-op (a published revision never moves).
 The receipt is written last, after the tag exists: a failed publish leaves no receipt at all.
 """
 
@@ -17,13 +19,15 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from huggingface_hub import HfApi, get_token
+from huggingface_hub import HfApi, RepoFile, get_token
 
 # The transport's base error (httpx2 in huggingface_hub 2.x, httpx in 1.x); HfHubHTTPError derives from it.
 from huggingface_hub.errors import HFValidationError, HTTPError
+from huggingface_hub.utils.sha import git_hash
 from pydantic import BaseModel, ConfigDict
 
-from pipeline.filechecks import published_hidden_columns
+from pipeline.checksums import file_sha256
+from pipeline.filechecks import check_files, published_hidden_columns
 from pipeline.params import DEFAULT_PARAMS, HubParams, ParamsError, read_params, section
 from pipeline.schema import ManifestError
 from pipeline.writer import read_manifest, write_text_atomic
@@ -64,48 +68,30 @@ def skip_reason(hub: HubParams, token: str | None) -> str | None:
 
 
 def folder_files(folder: Path) -> list[Path]:
-    """The files to push; a hidden split's file holding a hidden column is never pushed (the answers folder, its
-    ground truth, lies beside the folder and is never part of it)."""
+    """The files to push, refused before any upload when a shard is not the build's (a truncated or changed file
+    would be published as is) or a hidden split's file holds a hidden column (the answers folder, its ground truth,
+    lies beside the folder and is never part of it)."""
     try:
         manifest = read_manifest(folder)
     except ManifestError as err:
         raise PublishError(str(err)) from None
+    problems, _ = check_files(folder, manifest.shards)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise PublishError(
+            f"refusing to publish {folder}: {problems[0]}{more}; rebuild the dataset (dvc repro episodes)"
+        )
+    # only now: the files are the build's, so each hidden split's schema can be read
     if leaks := published_hidden_columns(folder, manifest):
         raise PublishError(f"refusing to publish the ground truth of a hidden split: {'; '.join(leaks)}")
     return sorted(path for path in folder.rglob("*") if path.is_file())
 
 
 def publish(folder: Path, hub: HubParams, token: str, endpoint: str | None = None) -> Receipt:
-    """create_repo + upload_folder + create_tag; a tag that already names another commit is an error, and so is
-    an existing repo whose visibility is not `hub.private` (it is never changed here, nor is anything uploaded)."""
+    """Push the folder and tag the commit; see `_push` for what an existing tag or repo does."""
     files = folder_files(folder)
     api = HfApi(endpoint=endpoint, token=token)
-    step = "creating the repo"
-    try:
-        api.create_repo(hub.repo_id, repo_type="dataset", exist_ok=True, private=hub.private)
-        step = "reading the repo's visibility"
-        _check_visibility(api, hub)
-        step = "uploading"
-        commit = api.upload_folder(
-            repo_id=hub.repo_id,
-            folder_path=folder,
-            repo_type="dataset",
-            commit_message=f"Dataset {hub.revision_tag}: {len(files)} files",
-            delete_patterns=["*"],
-        ).oid
-        step = f"tagging {hub.revision_tag}"
-        api.create_tag(hub.repo_id, tag=hub.revision_tag, revision=commit, repo_type="dataset", exist_ok=True)
-        tagged = api.repo_info(hub.repo_id, repo_type="dataset", revision=hub.revision_tag).sha
-    except (HTTPError, HFValidationError, OSError) as err:
-        raise PublishError(
-            f"publishing {folder} to {api.endpoint} dataset {hub.repo_id!r} failed while {step}: {err}. "
-            "Nothing was tagged by this run; re-run `dvc repro publish` to resume (files already uploaded are skipped)"
-        ) from err
-    if tagged != commit:
-        raise PublishError(
-            f"tag {hub.revision_tag!r} of {hub.repo_id} already names commit {tagged}, not the uploaded {commit}: "
-            "a published revision never moves; set a new hub.revision_tag in params.yaml (e.g. v2)"
-        )
+    commit = _push(api, folder, hub, files)
     return Receipt(
         status="published",
         repo_id=hub.repo_id,
@@ -115,6 +101,85 @@ def publish(folder: Path, hub: HubParams, token: str, endpoint: str | None = Non
         files=len(files),
         bytes=sum(path.stat().st_size for path in files),
     )
+
+
+def _push(api: HfApi, folder: Path, hub: HubParams, files: list[Path]) -> str:
+    """create_repo + upload_folder + create_tag, and the commit the tag names. A published tag never moves, and
+    everything that could refuse runs before the upload, so a refused run leaves main as it was: an existing repo
+    whose visibility is not `hub.private` is refused; an existing tag whose commit holds exactly the folder's files
+    means this run is done (main is not touched, so re-publishing an older tag never rolls main back), and one
+    whose commit holds other files is refused."""
+    step, commit = "creating the repo", None
+    try:
+        api.create_repo(hub.repo_id, repo_type="dataset", exist_ok=True, private=hub.private)
+        step = "reading the repo's visibility"
+        _check_visibility(api, hub)
+        step = f"reading tag {hub.revision_tag}"
+        if tagged := _tagged_commit(api, hub):
+            _check_tagged_files(api, hub, tagged, folder, files)
+            return tagged
+        step = "uploading"
+        commit = api.upload_folder(
+            repo_id=hub.repo_id,
+            folder_path=folder,
+            repo_type="dataset",
+            commit_message=f"Dataset {hub.revision_tag}: {len(files)} files",
+            delete_patterns=["*"],
+        ).oid
+        step = f"tagging {hub.revision_tag}"
+        # exist_ok=False: a tag made by someone else since it was read is an error here, not silently kept
+        api.create_tag(hub.repo_id, tag=hub.revision_tag, revision=commit, repo_type="dataset", exist_ok=False)
+        return commit
+    except (HTTPError, HFValidationError, OSError) as err:
+        raise PublishError(_failure(api, folder, hub, step, err, commit)) from err
+
+
+def _failure(api: HfApi, folder: Path, hub: HubParams, step: str, err: Exception, commit: str | None) -> str:
+    """One line: which step failed, the Hub's error (its text spans lines), and what the re-run will do."""
+    where = f"publishing {folder} to {api.endpoint} dataset {hub.repo_id!r} failed while {step}"
+    done = (
+        "Nothing was tagged by this run"
+        if commit is None
+        else f"The upload completed as commit {commit}; the Hub may or may not hold tag {hub.revision_tag}"
+    )
+    return (
+        f"{where}: {' '.join(str(err).split())}. {done}; re-run `dvc repro publish` to resume "
+        "(files already uploaded are skipped, a tag already on these files is kept)"
+    )
+
+
+def _tagged_commit(api: HfApi, hub: HubParams) -> str | None:
+    """The commit `hub.revision_tag` names, or None when the repo has no such tag yet."""
+    refs = api.list_repo_refs(hub.repo_id, repo_type="dataset")
+    return next((tag.target_commit for tag in refs.tags if tag.name == hub.revision_tag), None)
+
+
+def _check_tagged_files(api: HfApi, hub: HubParams, commit: str, folder: Path, files: list[Path]) -> None:
+    """Refuse a tag whose commit holds other files than the folder: a published revision never moves."""
+    remote = {
+        entry.path: entry
+        for entry in api.list_repo_tree(hub.repo_id, revision=commit, repo_type="dataset", recursive=True)
+        if isinstance(entry, RepoFile)
+    }
+    local = {path.relative_to(folder).as_posix(): path for path in files}
+    if ".gitattributes" not in local:
+        remote.pop(".gitattributes", None)  # the Hub's own file, never deleted by upload_folder
+    for name in sorted(remote.keys() | local.keys()):
+        if name not in remote or name not in local or not _same_content(local[name], remote[name]):
+            raise PublishError(
+                f"tag {hub.revision_tag!r} of {hub.repo_id} already names commit {commit}, whose files differ from "
+                f"{folder} (first: {name}); nothing was uploaded. A published revision never moves: set a new "
+                "hub.revision_tag in params.yaml (e.g. v2)"
+            )
+
+
+def _same_content(path: Path, entry: RepoFile) -> bool:
+    """The Hub knows an LFS (or Xet) file by its sha256 and any other by its git blob sha1."""
+    if entry.size != path.stat().st_size:
+        return False
+    if entry.lfs is not None:
+        return file_sha256(path) == entry.lfs.sha256
+    return git_hash(path.read_bytes()) == entry.blob_id
 
 
 def _check_visibility(api: HfApi, hub: HubParams) -> None:

@@ -336,6 +336,9 @@ def test_publish_refuses_a_hidden_split_file_with_hidden_columns(hidden_build, t
     episodes = project / "data" / "episodes"
     path = "data/test-00000-of-00001.parquet"
     pq.write_table(joined(episodes, hidden_build[1], path), episodes / path)
+    # The manifest's checksums kept true, so only the published columns can fail.
+    manifest = Manifest.model_validate_json((episodes / MANIFEST_NAME).read_bytes())
+    write_manifest(episodes, manifest.model_copy(update={"shards": [_fresh(episodes, s) for s in manifest.shards]}))
     with hub_standin(token=TOKEN) as hub:
         result = run_publish(project, hub.endpoint)
         assert result.returncode == 1

@@ -3,7 +3,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.params import EpisodesParams, FactsParams, HubParams, ParamsError, read_params, section, seed
+from pipeline.params import (
+    EpisodesParams,
+    FactsParams,
+    HubParams,
+    ParamsError,
+    is_git_tag,
+    read_params,
+    section,
+    seed,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,3 +79,52 @@ def test_bad_seed_and_missing_file(tmp_path):
         seed({"seed": 2**64})  # the generator keys on 64 bits: it would repeat seed 0
     with pytest.raises(ParamsError, match="not found"):
         read_params(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        # the old whole-name regex backtracked exponentially here: 30 s for this one, doubling per character
+        "dataset-release-2026-11-30-v1 x",
+        "v" * 200 + "~",
+        "release/" * 50 + "v1:",
+        "@",  # git refuses a tag that is exactly '@'
+        "a.lock/b",  # no component may end in .lock, not only the last
+    ],
+)
+def test_a_bad_tag_is_refused_naming_the_key(tag):
+    data = {"hub": {"repo_id": "org/context-corruption", "revision_tag": tag, "private": False}}
+    with pytest.raises(ParamsError) as caught:
+        section(data, "hub", HubParams)
+    message = str(caught.value)
+    assert message.startswith("params.yaml: hub.revision_tag: Value error, must be a git tag name such as v1")
+    assert message.endswith(f"(got {tag!r})") and "\n" not in message
+
+
+def test_the_old_tag_rules_still_hold():
+    bad = ["/v1", "v1/", "v1//x", ".v1", "v1/.x", "v1.", "v1.lock", "a..b", "v@{1", "v 1", "v1~", "v^1", "a:b"]
+    bad += ["a?b", "a*b", "a[b", "a\\b", "a\x7fb", "a\tb"]
+    good = ["v1", "v1.0.2", "release/2026-11", "rc_1", "a@b", "v1.locked", "x.lock2/y"]
+    assert [tag for tag in bad if is_git_tag(tag)] == []
+    assert [tag for tag in good if not is_git_tag(tag)] == []
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (None, "is a directory, not a params file"),
+        (b"seed: 1\n\xff\xfe", "not UTF-8 text (byte 8 is 0xff)"),
+        (b"seed: 1\n\x00\x01", "not valid YAML: unacceptable character #x0000: special characters are not allowed"),
+    ],
+    ids=["directory", "not-utf8", "control-characters"],
+)
+def test_a_folder_or_binary_file_is_one_line_naming_the_file(tmp_path, content, problem):
+    path = tmp_path / "params.yaml"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(ParamsError) as caught:
+        read_params(path)
+    assert str(caught.value).startswith(f"{path}: {problem}")
+    assert "\n" not in str(caught.value)

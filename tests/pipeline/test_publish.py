@@ -251,3 +251,85 @@ def test_re_publishing_unchanged_data_changes_nothing(published):
 
     assert len(hub.history(REPO)) == 2
     assert (project / "data" / "publish" / "receipt.json").read_bytes() == first
+
+
+def test_a_reused_tag_on_other_files_is_refused_before_main_changes(project, hub):
+    assert run_publish(project, hub.endpoint).returncode == 0
+    main, v1 = hub.resolve(REPO, "main"), remote_dataset(hub, "v1")
+    card = project / "data" / "episodes" / "README.md"
+    card.write_text(card.read_text() + "\nEdited after v1 was published.\n")
+
+    result = run_publish(project, hub.endpoint)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert hub.history(REPO)[-1] == main and remote_dataset(hub, "main") == v1, "main is untouched"
+    assert hub.tags(REPO) == {"v1": main}
+    [line] = result.stderr.strip().splitlines()
+    assert f"tag 'v1' of {REPO} already names commit {main}, whose files differ from data/episodes" in line
+    assert "(first: README.md); nothing was uploaded" in line and "set a new hub.revision_tag" in line
+    assert not (project / "data" / "publish" / "receipt.json").exists()
+
+
+def test_re_publishing_an_older_tag_with_its_files_leaves_main_as_it_is(project, hub):
+    card = project / "data" / "episodes" / "README.md"
+    original = card.read_bytes()
+    assert run_publish(project, hub.endpoint).returncode == 0
+    v1 = hub.resolve(REPO, "v1")
+    card.write_bytes(original + b"\nv2 card.\n")
+    write_hub_params(project, repo_id=REPO, revision_tag="v2")
+    assert run_publish(project, hub.endpoint).returncode == 0
+    main = hub.resolve(REPO, "main")
+    card.write_bytes(original)
+    write_hub_params(project, repo_id=REPO, revision_tag="v1")
+
+    result = run_publish(project, hub.endpoint)
+
+    assert result.returncode == 0, result.stderr
+    assert receipt(project)["commit"] == v1
+    assert hub.resolve(REPO, "main") == main and len(hub.history(REPO)) == 3, "main is not rolled back to v1"
+    assert hub.tags(REPO) == {"v1": v1, "v2": main}
+
+
+@pytest.fixture(scope="module")
+def hidden_dataset(tmp_path_factory, facts_dir) -> Path:
+    from tests.hiddenbuild import build_hidden
+
+    return build_hidden(tmp_path_factory.mktemp("hidden"), facts_dir)[0]
+
+
+@pytest.mark.parametrize("build", ["plain", "hidden"])
+def test_a_truncated_shard_is_refused_in_one_line_and_nothing_is_pushed(request, tmp_path, hub, build):
+    dataset = request.getfixturevalue("dataset_dir" if build == "plain" else "hidden_dataset")
+    project = make_project(tmp_path, dataset)
+    name = "data/test-00000-of-00001.parquet"  # the hidden split's file in the hidden build
+    shard = project / "data" / "episodes" / name
+    shard.write_bytes(shard.read_bytes()[:1000])
+
+    result = run_publish(project, hub.endpoint)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"publish: refusing to publish data/episodes: {name}: bytes or sha256 differ from the manifest; "
+        "rebuild the dataset (dvc repro episodes)"
+    ]
+    with pytest.raises(HubError, match="Repository not found"):
+        hub.files(REPO)
+    assert not (project / "data" / "publish" / "receipt.json").exists()
+
+
+@pytest.mark.parametrize(("route", "status"), [("commit", 400), ("tag", 500)])  # a commit 500 is retried for 22 s
+def test_a_hub_http_error_is_one_line_that_says_what_was_done(project, hub, route, status):
+    hub.fail(route, status=status)
+
+    result = run_publish(project, hub.endpoint)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()  # a 5xx's text spans lines ("For more information"): joined here
+    assert "re-run `dvc repro publish` to resume" in line
+    if route == "commit":
+        assert "failed while uploading: Bad request" in line and "Nothing was tagged by this run" in line
+    else:
+        head = hub.resolve(REPO, "main")
+        assert "failed while tagging v1: Server error '500 Internal Server Error'" in line
+        assert "For more information check: " in line and "Nothing was tagged" not in line
+        assert f"The upload completed as commit {head}; the Hub may or may not hold tag v1" in line
