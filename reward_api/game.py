@@ -102,13 +102,14 @@ def apply(state: GameState, move: Move, key: EpisodeKey) -> Outcome:
 
 
 def forfeit(state: GameState, key: EpisodeKey) -> Outcome:
-    """End an unfinished episode as the empty, confidence-0 submission at the budget used so far.
+    """End an unfinished episode as if it submitted the empty answer at confidence 0 now, that action charged.
 
-    For callers whose episode can stop without a submission (a training rollout that ran out of turns).
+    For callers whose episode can stop without a submission (a training rollout that ran out of turns). Charging
+    the submission it never made keeps stopping from ever scoring above submitting (DESIGN §5: every action costs 1).
     """
     if state.done:
         raise EpisodeOver(f"episode {state.episode_id} is over")
-    breakdown = score_key("", state.flagged, 0.0, state.budget_used, key)
+    breakdown = score_key("", state.flagged, 0.0, min(state.budget_used + 1, key.max_budget), key)
     return Outcome(replace(state, done=True), breakdown, f"no answer submitted; reward {breakdown['total']}")
 
 

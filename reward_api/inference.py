@@ -39,9 +39,9 @@ Reply with exactly one JSON action per turn, nothing else:
   {"action_type": "unflag_doc", "doc_id": <0-7>}        take a flag back
   {"action_type": "read_doc", "doc_id": <0-7>}          look at a document again
   {"action_type": "submit_answer", "answer": "<short answer>", "confidence": <0.0-1.0>}   ends the episode
-Every action costs 1 of the budget. Reward: +0.4 for the right answer, +0.3 for finding all corrupted
-documents, -0.1 per wrongly flagged one, +0.1 x confidence when right but -0.2 x confidence when wrong, and a
-small bonus for budget left. Flag the corrupted documents first, then submit."""
+Every action costs 1 of the budget. Reward: +0.4 for the right answer, +0.3 x the share of corrupted documents
+flagged, +0.2 less 0.1 per wrongly flagged document (not below 0), +0.1 x confidence when right but
+-0.2 x confidence when wrong, and a small bonus for budget left. Flag the corrupted documents first, then submit."""
 
 Policy = Callable[[dict], str]  # observation -> the reply text of the next action
 

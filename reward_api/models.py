@@ -156,7 +156,8 @@ class EpisodeView(BaseModel):
 
 
 class SubmissionIn(_Closed):
-    """A one-shot submission: the trace "flag each id, then submit" (costs len(flagged_ids) + 1 budget)."""
+    """A one-shot submission: the trace "flag each id, then submit" (one action per distinct flagged id, plus the
+    submission, at most the budget)."""
 
     model_config = ConfigDict(
         json_schema_extra={

@@ -125,7 +125,7 @@ def score_key(answer: str, flagged: frozenset[int], confidence: float, budget_us
         "answer_correctness": answer_term,
         "corruption_detection": detection_r,
         "false_positive_penalty": false_pos_r,
-        "confidence_calibration": round(calibration, 4),
+        "confidence_calibration": round(calibration, 4) + 0.0,  # + 0.0: -0.2 × 0 is -0.0, shown as 0.0
         "efficiency": efficiency_r,
         "total": round(answer_term + detection + false_pos + calibration + efficiency, 4),
     }

@@ -23,7 +23,8 @@ from starlette.routing import Route
 from reward_api.auth import BearerAuth, document_security
 from reward_api.env import ENV_NAME, Backend, ContextCorruptionEnv
 from reward_api.errors import document_errors, install_error_handlers
-from reward_api.game import play
+from reward_api.game import MoveError, play
+from reward_api.keys import GroundTruthMissing
 from reward_api.limits import BodySizeLimit
 from reward_api.models import (
     BatchIn,
@@ -54,6 +55,14 @@ def _score_one(item: SubmissionIn | TraceIn, key: EpisodeKey) -> Breakdown:
     if isinstance(item, SubmissionIn):
         return score_submission_key(item.answer, item.flagged_ids, item.confidence, key)
     return play(item.episode_id, [action.move() for action in item.actions], key).breakdown
+
+
+def _scored(index: int, item: SubmissionIn | TraceIn, key: EpisodeKey) -> dict:
+    """Item `index` of a batch; a refusal names the item (a batch holds up to 8,192)."""
+    try:
+        return _result(item.episode_id, _score_one(item, key))
+    except (MoveError, GroundTruthMissing) as exc:
+        raise type(exc)(f"submissions[{index}] (episode {item.episode_id}): {exc}") from exc
 
 
 def _json(content) -> Response:
@@ -193,7 +202,9 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
         """
         body = BatchIn.model_validate_json(await request.body())
         keys = store.keys(item.episode_id for item in body.submissions)
-        return _json({"results": [_result(i.episode_id, _score_one(i, keys[i.episode_id])) for i in body.submissions]})
+        return _json(
+            {"results": [_scored(index, item, keys[item.episode_id]) for index, item in enumerate(body.submissions)]}
+        )
 
     @app.get("/tasks", response_model=list[TaskOut], tags=["Episodes"], summary="Difficulty tiers")
     async def get_tasks() -> list[TaskOut]:

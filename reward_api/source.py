@@ -16,9 +16,12 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 def dataset_folder(
     source: str, revision: str | None = None, endpoint: str | None = None, cache_dir: Path | None = None
 ) -> Path:
-    """A local folder as is; otherwise `source` is a Hub repo id fetched with snapshot_download at `revision`."""
+    """A local folder as is (`revision` ignored, as training does); otherwise `source` is a Hub repo id fetched with
+    snapshot_download at `revision`."""
     local = Path(source)
-    if local.is_dir() and revision is None:
+    if local.is_dir():
+        if revision is not None:
+            log.warning("--revision %s ignored: %s is a local folder", revision, source)
         return local
     if not _REPO_ID.match(source):
         raise StoreError(f"{source}: no such dataset folder, and not a Hub repo id (namespace/name)")

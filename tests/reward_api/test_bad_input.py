@@ -53,6 +53,13 @@ CASES = [
     ("post", "/score/batch", {"submissions": []}, 422, "at least 1"),
     ("post", "/score/batch", {"submissions": [SUB, {**SUB, "episode_id": 10**9}]}, 404, "no episode"),
     ("post", "/score/batch", {"submissions": [SUB] * 8193}, 422, "at most 8192"),
+    (
+        "post",
+        "/score/batch",
+        {"submissions": [SUB, {"episode_id": 5, "actions": [FLAG]}]},
+        422,
+        "submissions[1] (episode 5): the trace must end with submit_answer",
+    ),
 ]
 
 

@@ -91,8 +91,10 @@ def test_traces_must_end_the_episode_and_stop_there():
     assert exhausted.breakdown == score_key("", frozenset(), 0.0, MAX_BUDGET, KEY)
 
 
-def test_forfeit_scores_the_empty_answer_at_the_budget_used():
+def test_forfeit_scores_the_empty_submission_it_never_made():
     state = apply(GameState(0), Move("flag_suspicious", 4), KEY).state
-    assert forfeit(state, KEY).breakdown == score_key("", frozenset({4}), 0.0, 1, KEY)
+    assert forfeit(state, KEY).breakdown == score_key("", frozenset({4}), 0.0, 2, KEY)
+    submitted = apply(state, Move("submit_answer", None, "", 0.0), KEY)
+    assert forfeit(state, KEY).breakdown == submitted.breakdown, "stopping never scores above submitting"
     with pytest.raises(EpisodeOver):
         forfeit(forfeit(state, KEY).state, KEY)

@@ -75,6 +75,12 @@ def test_extremes_reach_the_documented_range():
     assert score_key("Rome", frozenset(range(NUM_DOCS)) - {1, 2}, 1.0, MAX_BUDGET, key)["total"] == REWARD_RANGE[0]
 
 
+def test_no_term_is_negative_zero():
+    """A wrong answer at confidence 0 is calibrated -0.2 x 0: JSON would show it as -0.0."""
+    breakdown = score_key("Rome", frozenset(), 0.0, 1, key_for({1}))
+    assert all(math.copysign(1.0, value) == 1.0 for value in breakdown.values()), breakdown
+
+
 @given(st.text(max_size=30))
 def test_normalize_equals_the_regex_definition(text):
     assert normalize(text) == " ".join(re.sub(r"[^\w\s]", "", text.lower()).split())

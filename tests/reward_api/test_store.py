@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -197,6 +198,13 @@ def test_hub_repo_id_and_revision_are_downloaded_and_served(served_dir, tmp_path
 def test_a_path_that_is_neither_folder_nor_repo_id_is_refused(tmp_path):
     with pytest.raises(StoreError, match="no such dataset folder"):
         dataset_folder(str(tmp_path / "a" / "b" / "c"))
+
+
+def test_a_local_folder_is_served_whatever_the_revision(served_dir, caplog):
+    """As training does: with --revision, a local folder had been taken for a Hub repo id and refused."""
+    with caplog.at_level(logging.WARNING):
+        assert dataset_folder(str(served_dir), "v1") == served_dir
+    assert f"--revision v1 ignored: {served_dir} is a local folder" in caplog.text
 
 
 def test_threads_reading_at_once_get_the_right_rows(served_dir, rows):

@@ -104,7 +104,7 @@ def test_the_completion_budget_cuts_replies_as_training_does(tokenizer, episode_
     rollouts = play(scripted_tool_agent(BASELINES["oracle"], tokenizer), tokenizer, episode_rows[:2], 16, 12)
     for rollout, row in zip(rollouts, episode_rows, strict=False):
         assert rollout.moves == () and rollout.turns == 1
-        assert rollout.breakdown == score_key("", set(), 0.0, 0, _key(row))
+        assert rollout.breakdown == score_key("", set(), 0.0, 1, _key(row))
 
 
 def test_the_tiny_model_plays_and_is_scored_by_the_game(tiny_model, episode_rows):
@@ -130,4 +130,4 @@ def test_malformed_replies_never_stop_the_evaluation(tokenizer, episode_rows):
     row = episode_rows[1]
     (rollout,) = play(agent, tokenizer, [row], 4096, 12)
     assert rollout.moves == () and rollout.turns == 3 and rollout.tool_calls == rollout.failed_calls == 2
-    assert rollout.breakdown == score_key("", set(), 0.0, 0, _key(row))
+    assert rollout.breakdown == score_key("", set(), 0.0, 1, _key(row))

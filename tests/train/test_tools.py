@@ -59,10 +59,11 @@ def test_budget_exhaustion_forces_the_empty_submission(env_row):
 
 
 def test_unfinished_rollout_scores_as_empty_submission(env_row):
+    """Charged the submission it never made: one read and one submit."""
     env, _, _ = env_row
     env.read_doc(doc_id=3)
     assert env.breakdown["answer_correctness"] == 0 and env.breakdown["efficiency"] == pytest.approx(
-        0.05 * 11 / 12, 1e-3
+        0.05 * 10 / 12, 1e-3
     )
 
 
