@@ -25,7 +25,7 @@ from reward_api.env import ENV_NAME, Backend, ContextCorruptionEnv
 from reward_api.errors import document_errors, install_error_handlers
 from reward_api.game import MoveError, play
 from reward_api.keys import GroundTruthMissing
-from reward_api.limits import BodySizeLimit
+from reward_api.limits import BodySizeLimit, WebSocketObjects
 from reward_api.models import (
     BatchIn,
     BatchOut,
@@ -239,6 +239,7 @@ def build_app(backend: Backend, api_token: str | None = None) -> FastAPI:
     _add_routes(app, backend)
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit)
+    app.add_middleware(WebSocketObjects)
     patches = [_batch_components, document_errors]
     if api_token:
         app.add_middleware(BearerAuth, token=api_token)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import httpx
 import pytest
 from openenv.core import GenericEnvClient
+from websockets.sync.client import connect
 
 from pipeline.schema import HIDDEN_COLUMNS
 from reward_api.limits import MAX_BODY_BYTES
@@ -114,6 +116,21 @@ def test_a_refused_action_on_the_websocket_is_reported_and_the_session_goes_on(b
             env.reset(episode_id="1" * 4301)
         assert not env.step(FLAG).done
         assert env.state()["episode_id"] == "3" and env.state()["flagged_ids"] == [1]
+
+
+def test_a_websocket_frame_that_is_json_but_no_object_is_refused_and_the_session_goes_on(base_url):
+    """OpenEnv's handler ended the session on `"hello"`, `5` or `[]` (it called .get on them)."""
+    with connect(base_url.replace("http://", "ws://") + "/ws") as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"episode_id": 3}}))
+        assert json.loads(ws.recv())["type"] == "observation"
+        for frame in ('"hello"', "5", " []", "null"):
+            ws.send(frame)
+            reply = json.loads(ws.recv())
+            assert reply["type"] == "error" and reply["data"]["code"] == "INVALID_JSON", reply
+        ws.send("{not json")  # not JSON at all: the session's own handler answers it
+        assert json.loads(ws.recv())["data"]["code"] == "INVALID_JSON"
+        ws.send(json.dumps({"type": "state"}))
+        assert json.loads(ws.recv())["data"]["episode_id"] == "3"
 
 
 def test_body_over_one_mib_is_413_declared_or_streamed(http, base_url):
