@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     data: str = "data/episodes"
     revision: str | None = None
     answers: str | None = None
+    answers_revision: str | None = None
     host: str = "127.0.0.1"
     port: int = Field(default=7860, ge=0, le=65535)
     cache_mb: float = Field(default=DEFAULT_CACHE_MB, ge=0, allow_inf_nan=False)
@@ -52,6 +53,9 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--revision", help="Hub revision (tag, branch or commit) when --data is a repo id")
     parser.add_argument(
         "--answers", help="answers folder of the build (data/answers), or a Hub repo id: scores a hidden split"
+    )
+    parser.add_argument(
+        "--answers-revision", dest="answers_revision", help="Hub revision of --answers when it is a repo id"
     )
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
@@ -150,8 +154,9 @@ def downloaded(settings: Settings) -> Settings:
 
 
 def answers_folder(settings: Settings) -> Path | None:
-    """The answers folder: a local folder as is, a Hub repo id downloaded (its latest revision)."""
-    return dataset_folder(settings.answers) if settings.answers else None
+    """The answers folder: a local folder as is, a Hub repo id downloaded at `answers_revision` (pin it with the
+    dataset's revision: the newest answers belong to the newest build and are refused beside an older one)."""
+    return dataset_folder(settings.answers, settings.answers_revision) if settings.answers else None
 
 
 def export(settings: Settings, answers: Path | None = None) -> None:

@@ -227,14 +227,25 @@ def test_python_m_reward_api_exits_2_naming_a_broken_answers_file(hidden_served,
     )
 
 
-def test_answers_from_a_private_hub_repo_are_downloaded_at_start_up(hidden_served, truth, tmp_path, monkeypatch):
+@pytest.mark.parametrize("pinned", [False, True], ids=["latest", "answers-revision"])
+def test_answers_from_a_private_hub_repo_are_downloaded_at_start_up(
+    hidden_served, truth, tmp_path, monkeypatch, pinned
+):
+    """Latest, or pinned with --answers-revision after main has moved on to another build's answers."""
     episodes, answers = hidden_served
     with hub_standin(token="hf_t") as hub:
-        publish(hub, answers, "acme/cc-answers", tag=None, private=True)
+        api = publish(hub, answers, "acme/cc-answers", tag="v1" if pinned else None, private=True)
+        if pinned:
+            other = tmp_path / "other-build"
+            shutil.copytree(answers, other)
+            manifest = json.loads((other / "manifest.json").read_text())
+            (other / "manifest.json").write_text(json.dumps({**manifest, "params_hash": "0" * 64}))
+            api.upload_folder(folder_path=other, repo_id="acme/cc-answers", repo_type="dataset")
         for name, value in {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_TOKEN": "hf_t"}.items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        with local_server(episodes, extra_args=("--answers", "acme/cc-answers")) as served:
+        pin = ("--answers-revision", "v1") if pinned else ()
+        with local_server(episodes, extra_args=("--answers", "acme/cc-answers", *pin)) as served:
             sub = submissions(truth)[0]
             reply = httpx.post(f"{served.url}/score", json=sub)
     assert reply.status_code == 200 and reply.json()["reward"] == expected(sub, truth[sub["episode_id"]])
