@@ -127,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     for option in ("limit", "max_new_tokens", "max_tool_calling_iterations", "threads"):
         if getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be >= 1, got {getattr(args, option)}")
-    models = args.model + (demo_models(args.demo) if args.demo else [])
+    try:
+        models = args.model + (demo_models(args.demo) if args.demo else [])
+    except FileNotFoundError as err:
+        parser.error(str(err))
     names = [*args.agents, *(name for name, _, _ in models)]
     if not names:
         parser.error("nothing to evaluate: give --agents with at least one agent, --model or --demo")

@@ -136,8 +136,10 @@ def test_command_refuses_what_it_cannot_run(tmp_path, episodes_dir, capsys):
             main(["--data", str(episodes_dir), "--out", str(tmp_path / "out"), *args])
         assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # refused before writing anything
-    with pytest.raises(FileNotFoundError, match="no sft/ checkpoint"):
-        main(["--data", str(episodes_dir), "--demo", str(tmp_path), "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        main(["--data", str(episodes_dir), "--demo", str(tmp_path), "--out", str(tmp_path / "out")])
+    assert f"--demo {tmp_path}: no sft/ checkpoint" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.fixture(scope="module")
