@@ -152,5 +152,5 @@ def _check_chosen(store: EpisodeStore, episode_id: int, asked: dict[str, str | N
     if wrong:
         raise EpisodeNotFound(
             f"no episode {episode_id} in {', '.join(f'{name} {value!r}' for name, value in wrong.items())}: "
-            f"it is a {view['task']} episode of {view['split']}"
+            f"it is in split {view['split']!r}, task {view['task']!r}"
         )

@@ -25,7 +25,7 @@ CASES = [
     ("post", "/reset", {"episode_id": -4}, 422, "non-negative"),
     ("post", "/reset", {"episode_id": "x1"}, 422, "non-negative"),
     ("post", "/reset", {"episode_id": "1" * 4301}, 422, "below 2**63, got a 4301-digit number"),
-    ("post", "/reset", {"episode_id": 3, "split": "test"}, 404, "no episode 3 in split 'test': it is a"),
+    ("post", "/reset", {"episode_id": 3, "split": "test"}, 404, "in split 'test': it is in split 'train'"),
     ("post", "/reset", {"episode_id": True}, 422, "valid integer"),
     ("post", "/reset", {"episode_id": 2.5}, 422, "valid integer"),
     ("post", "/reset", {"seed": -1}, 422, "greater than or equal"),

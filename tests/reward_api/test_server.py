@@ -203,7 +203,7 @@ def test_a_split_or_task_sent_with_an_episode_id_must_be_that_episodes(http, row
     reply = http.post("/reset", json={**own, "task": other})
     assert reply.status_code == 404
     assert reply.json()["detail"] == (
-        f"no episode 5 in task {other!r}: it is a {episode['task']} episode of {episode['split']}"
+        f"no episode 5 in task {other!r}: it is in split {episode['split']!r}, task {episode['task']!r}"
     )
 
 
