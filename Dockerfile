@@ -31,7 +31,8 @@ USER 1000:1000
 # A Hub dataset is downloaded once at start-up into the user's Hub cache and only ever read; without
 # CONTEXTCORRUPTION_DATA the server expects a folder mounted at /data. Set CONTEXTCORRUPTION_REVISION only
 # with a repo id. A build with a hidden test split scores it only with its answers: set CONTEXTCORRUPTION_ANSWERS
-# to the private answers repo id (HF_TOKEN as a Space secret) or a mounted folder. The /episodes views cache is
+# to the private answers repo id, pinned with CONTEXTCORRUPTION_ANSWERS_REVISION to the dataset's tag (HF_TOKEN as
+# a Space secret), or to a mounted folder. The /episodes views cache is
 # written under ~/.cache.
 ENV HF_HOME=/home/app/.cache/huggingface \
     CONTEXTCORRUPTION_DATA=/data \

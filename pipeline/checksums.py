@@ -1,4 +1,5 @@
-"""File checksums recorded in the manifests and checked by validate and the server (which ships this module)."""
+"""File checksums recorded in the manifests and checked by validate, publish and the server (which ships this
+module)."""
 
 from __future__ import annotations
 

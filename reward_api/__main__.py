@@ -1,10 +1,10 @@
-"""`python -m reward_api --data PATH_OR_REPO_ID [--revision REV] [--answers PATH_OR_REPO_ID] [--host 127.0.0.1]
-[--port 7860] [--workers N]`.
+"""`python -m reward_api --data PATH_OR_REPO_ID [--revision REV] [--answers PATH_OR_REPO_ID [--answers-revision REV]]
+[--host 127.0.0.1] [--port 7860] [--cache-mb MB] [--workers N] [--access-log]`.
 
 `--answers` is the build's answers folder (data/answers), the ground truth of a hidden test split: without it
 that split is served and played but not scored. Every option can also come from the environment
-(CONTEXTCORRUPTION_DATA, _REVISION, _ANSWERS, _HOST, _PORT, _CACHE_MB, _ACCESS_LOG, _WORKERS), which is how a
-container or an HF Space passes the dataset repo id. The state-token secret is
+(CONTEXTCORRUPTION_DATA, _REVISION, _ANSWERS, _ANSWERS_REVISION, _HOST, _PORT, _CACHE_MB, _ACCESS_LOG, _WORKERS),
+which is how a container or an HF Space passes the dataset repo id. The state-token secret is
 CONTEXTCORRUPTION_STATE_KEY (see reward_api.tokens); the optional API bearer token is CONTEXTCORRUPTION_API_TOKEN
 (see reward_api.auth), environment only, so it never shows on a command line.
 """

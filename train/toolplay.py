@@ -7,7 +7,7 @@ environment (a failing call answers `{'error': ...}` and costs nothing); the too
 as token ids (no re-tokenisation) and the agent continues. A rollout ends when a reply has no tool
 call, after `max_tool_calling_iterations` rounds of tools, or when the next tool results would overrun
 `max_completion_length` tokens. The reward is the environment's: an episode left without a submission
-counts as the empty submission at the budget used.
+counts as the empty, confidence-0 submission made then, that action charged.
 """
 
 from __future__ import annotations

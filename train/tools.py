@@ -88,7 +88,7 @@ class ContextCorruptionEnv:
 
     @property
     def breakdown(self) -> Breakdown:
-        """The reward; an episode left unfinished counts as the empty submission at the budget used so far."""
+        """The reward; an episode left unfinished counts as the empty submission made then, that action charged."""
         return self._final or forfeit(self._state, self._key).breakdown
 
     def _play(self, move: Move) -> str:
