@@ -128,3 +128,17 @@ def test_a_folder_or_binary_file_is_one_line_naming_the_file(tmp_path, content, 
         read_params(path)
     assert str(caught.value).startswith(f"{path}: {problem}")
     assert "\n" not in str(caught.value)
+
+
+def test_a_file_it_may_not_read_is_one_line_naming_the_file(tmp_path, monkeypatch):
+    """The tests run as root, so a permission error is simulated."""
+    path = tmp_path / "params.yaml"
+    path.write_text("seed: 1\n")
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_text", refuse)
+    with pytest.raises(ParamsError) as caught:
+        read_params(path)
+    assert str(caught.value) == f"{path}: cannot be read (Permission denied)"

@@ -186,6 +186,27 @@ def test_file_invariants_name_the_files(tmp_path):
     assert set(examples) == {"manifest_ranges", "files_match_manifest", "row_groups"}
 
 
+def test_splits_out_of_order_are_named_even_when_the_shards_tile(tmp_path):
+    """Validation and test swap their id ranges, shards included: every range still tiles, the order does not."""
+    write_folder(tmp_path, COUNTS, row_group_rows=GROUP)
+    manifest = Manifest.model_validate_json((tmp_path / MANIFEST_NAME).read_text())
+    validation, test = manifest.splits["validation"], manifest.splits["test"]
+    swapped = {"validation": test.first_id, "test": validation.first_id}
+    splits = {
+        **manifest.splits,
+        **{name: manifest.splits[name].model_copy(update={"first_id": first}) for name, first in swapped.items()},
+    }
+    shards = [
+        s.model_copy(update={"first_id": swapped[s.split]}) if s.split in swapped else s for s in manifest.shards
+    ]
+    write_manifest(tmp_path, manifest.model_copy(update={"splits": splits, "shards": shards}))
+
+    examples = validate(tmp_path)["violation_examples"]
+    assert examples["manifest_ranges"] == [
+        "splits in id order are ['train', 'test', 'validation'], expected ['train', 'validation', 'test']"
+    ]
+
+
 def run_stage(cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(

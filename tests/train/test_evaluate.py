@@ -161,3 +161,16 @@ def test_data_it_cannot_read_is_one_line_naming_the_flag(tmp_path, hidden_episod
         assert exit_.value.code == 2 and err.count("\n") == 1, err
         assert err.startswith(f"error: --data {str(data)!r}, --split {split!r}: ") and problem in err, err
     assert not out.exists()
+
+
+def test_a_data_error_over_several_lines_is_reported_in_one(tmp_path, episodes_dir, monkeypatch, capsys):
+    import train.evaluate
+
+    def fail(*args, **kwargs):
+        raise OSError("line one\nline two")
+
+    monkeypatch.setattr(train.evaluate, "take_rows", fail)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--data", str(episodes_dir), "--agents", "oracle", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and err.endswith(": line one line two\n"), err

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from train.grpo import main
 
 SMALL = {
@@ -74,3 +76,21 @@ def test_unreachable_hub_data_is_one_line_naming_train_data(tmp_path, write_para
     assert errors == [run.stderr.splitlines()[-1]], run.stderr[-2000:]
     assert errors[0].startswith("error: train.data 'someone/nonexistent-ds', split 'train': Couldn't reach")
     assert "Traceback" not in run.stderr and "train.backend" not in run.stderr
+
+
+@pytest.mark.parametrize("failing", ["data", "model"])
+def test_a_library_error_over_several_lines_is_reported_in_one(write_params, monkeypatch, capsys, failing):
+    """Library messages (datasets, transformers) can span lines; the error line stays one line."""
+    import train.backend
+    import train.data
+
+    def fail(*args, **kwargs):
+        raise OSError("line one\nline two")
+
+    monkeypatch.setattr(train.data, "stream_episodes", fail if failing == "data" else lambda *a, **k: iter(()))
+    monkeypatch.setattr(train.backend, "load_policy", fail)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--params", str(write_params(SMALL))])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: train.{failing} ") and err[0].endswith(": line one line two"), err
