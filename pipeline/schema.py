@@ -122,6 +122,13 @@ class Manifest(_Frozen):
         None, description="sha256 of the answers folder's manifest.json: binds the hidden splits' ground truth"
     )
 
+    def foreign_versions(self) -> str | None:
+        """ "built for schema S / reward R" when the build's versions are not this code's (its invariants and reward
+        would not be the ones it was built for), else None."""
+        if (self.schema_version, self.reward_version) == (SCHEMA_VERSION, REWARD_VERSION):
+            return None
+        return f"built for schema {self.schema_version} / reward {self.reward_version}"
+
     def range_problems(self) -> list[str]:
         """What is wrong with the id ranges, which readers turn into a file and row by arithmetic alone.
 

@@ -213,10 +213,10 @@ def read_manifest(root: Path) -> Manifest:
     written for another schema or reward version than this code's (whose invariants would not be its own)."""
     path = Path(root) / MANIFEST_NAME
     manifest = load_manifest(path, Manifest, "build the dataset (dvc repro episodes)")
-    if (manifest.schema_version, manifest.reward_version) != (SCHEMA_VERSION, REWARD_VERSION):
+    if built := manifest.foreign_versions():
         raise ManifestError(
-            f"{path}: built for schema {manifest.schema_version} / reward {manifest.reward_version}, this code is "
-            f"schema {SCHEMA_VERSION} / reward {REWARD_VERSION}; rebuild the dataset (dvc repro episodes)"
+            f"{path}: {built}, this code is schema {SCHEMA_VERSION} / reward {REWARD_VERSION}; rebuild the dataset "
+            "(dvc repro episodes)"
         )
     return manifest
 

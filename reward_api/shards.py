@@ -46,11 +46,8 @@ def _load(path: Path, model: type[M], hint: str) -> M:
 def read_manifest(root: Path) -> Manifest:
     path = root / MANIFEST_NAME
     manifest = _load(path, Manifest, f"is {root} a dataset folder built by `dvc repro`?")
-    if manifest.schema_version != SCHEMA_VERSION or manifest.reward_version != REWARD_VERSION:
-        raise StoreError(
-            f"{path}: built for schema {manifest.schema_version} / reward {manifest.reward_version}, this server "
-            f"serves schema {SCHEMA_VERSION} / reward {REWARD_VERSION}"
-        )
+    if built := manifest.foreign_versions():
+        raise StoreError(f"{path}: {built}, this server serves schema {SCHEMA_VERSION} / reward {REWARD_VERSION}")
     problems = ["lists no shards: nothing to serve"] if not manifest.shards else manifest.range_problems()
     if problems:
         raise StoreError(f"{path}: " + "; ".join(problems))
