@@ -20,7 +20,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from functools import partial
 
 from pipeline.schema import ShardInfo
 from pipeline.writer import ShardPlan
@@ -39,7 +40,11 @@ Progress = Callable[[ShardInfo], None] | None
 def run_local(
     plans: Sequence[ShardPlan], write: Write, setup: Setup, setup_args: tuple, workers: int, progress: Progress
 ) -> list[ShardInfo]:
-    """The shards over `workers` spawned processes (in this process when workers == 1), in plan order.
+    """The shards over this process and `workers - 1` spawned ones, in plan order.
+
+    This process builds shards too, in one thread: it has imported everything already, so a build pays one
+    worker's start-up (imports, reading the facts) less, and starts writing while the spawned workers import.
+    Shards are handed out one at a time to whoever is free, so the work balances itself.
 
     `setup(*setup_args)` runs once in each process before its first shard (it loads what `write` reads). Keep
     `setup_args` small (paths, not tables): a spawned worker's arguments larger than a pipe's buffer hold up
@@ -53,15 +58,36 @@ def run_local(
     # started by this thread, which waits here until they are done (PR_SET_PDEATHSIG fires when it ends).
     context = multiprocessing.get_context("spawn")
     start = (os.getpid(), setup, *setup_args)
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=start) as pool:
-        futures = {pool.submit(_local_shard, write, plan): i for i, plan in enumerate(plans)}
-        infos: list[ShardInfo | None] = [None] * len(plans)
+    queue = iter(enumerate(plans))
+    infos: list[ShardInfo | None] = [None] * len(plans)
+    pending: dict[Future, tuple[int, Callable[[ShardPlan], Future]]] = {}
+
+    def hand_out(submit: Callable[[ShardPlan], Future]) -> None:
+        if (item := next(queue, None)) is not None:
+            pending[submit(item[1])] = (item[0], submit)
+
+    with (
+        ProcessPoolExecutor(workers - 1, mp_context=context, initializer=_start_worker, initargs=start) as pool,
+        ThreadPoolExecutor(1, thread_name_prefix="shards") as here,
+    ):
         try:
-            for future in as_completed(futures):
-                infos[futures[future]] = _reported(future.result(), progress)
+            for _ in range(workers - 1):  # first, so the workers import while this process sets up
+                hand_out(partial(pool.submit, _local_shard, write))
+            setup(*setup_args)
+            hand_out(partial(here.submit, write))
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index, submit = pending.pop(future)
+                    infos[index] = _reported(future.result(), progress)
+                    hand_out(submit)
         except BaseException:
-            pool.shutdown(cancel_futures=True)  # a shard failed or the build was interrupted: start no other
+            _CANCELLED.set()  # this process's shard stops at its next check; the pool starts no other
+            pool.shutdown(cancel_futures=True)
+            here.shutdown(cancel_futures=True)
             raise
+        finally:
+            _CANCELLED.clear()
     return infos
 
 
@@ -129,6 +155,13 @@ def _ray_shard(write: Write, setup: Setup, shared: list, plan: ShardPlan) -> Sha
     return write(plan)
 
 
+_CANCELLED = threading.Event()  # set in the stage process when its local build fails or is interrupted
+
+
+class Cancelled(RuntimeError):
+    """A shard of the stage process's own stopped because its build had already failed or been interrupted."""
+
+
 _PARENT: dict[str, int] = {}  # in a local pool's worker: the pid of the stage process that started it
 _SETUP: dict[str, tuple] = {}  # in a local pool's worker: the setup its first shard runs
 
@@ -172,10 +205,13 @@ def watch_parent(parent: int, interval: float) -> None:
 
 
 def stop_if_orphaned() -> None:
-    """In a local pool's worker whose stage process is gone: end the worker at once, so it publishes no shard into
-    the staging folder a re-run deletes. Elsewhere (a one-process build, a Ray worker) it does nothing."""
+    """Before a shard is written: in a local pool's worker whose stage process is gone, end the worker at once, so
+    it publishes no shard into the staging folder a re-run deletes; in the stage process of a build that failed or
+    was interrupted, raise `Cancelled`. Elsewhere (a one-process build, a Ray worker) it does nothing."""
     if "pid" in _PARENT and os.getppid() != _PARENT["pid"]:
         os._exit(1)
+    if _CANCELLED.is_set():
+        raise Cancelled("the build was stopped")
 
 
 def _reported(info: ShardInfo, progress: Progress) -> ShardInfo:

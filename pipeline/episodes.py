@@ -344,8 +344,11 @@ def _split_facts(split: str) -> SplitFacts:
 def _shard_table(plan: ShardPlan) -> pa.Table:
     ctx = _split_facts(plan.split)
     ids = np.arange(plan.first_id, plan.first_id + plan.num_rows, dtype=np.int64)
-    chunks = [generate(ctx, _WORKER["seed"], ids[i : i + CHUNK_ROWS]) for i in range(0, len(ids), CHUNK_ROWS)]
-    engines.stop_if_orphaned()  # a local worker whose stage is gone writes nothing into its staging folder
+    chunks = []
+    for start in range(0, len(ids), CHUNK_ROWS):
+        engines.stop_if_orphaned()  # a shard of a build that is gone or stopped writes nothing into its staging folder
+        chunks.append(generate(ctx, _WORKER["seed"], ids[start : start + CHUNK_ROWS]))
+    engines.stop_if_orphaned()
     return pa.concat_tables(chunks)
 
 

@@ -139,7 +139,7 @@ def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(f
         while not any(partial.glob("data/*.parquet")) and stage.poll() is None and time.monotonic() < deadline:
             time.sleep(0.002)
         assert stage.poll() is None, "the stage finished (or failed) before a shard was staged"
-        workers = children(stage.pid)  # the pool's workers and multiprocessing's resource tracker
+        workers = children(stage.pid)  # the pool's workers - 1 processes and multiprocessing's resource tracker
         os.kill(stage.pid, signal.SIGKILL)  # the stage alone, not its process group
         stage.wait()
         assert len(workers) >= episodes.workers
