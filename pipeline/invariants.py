@@ -7,7 +7,7 @@ whitespace), written here as SQL macros with Unicode classes so that it equals P
 
 from __future__ import annotations
 
-from pipeline.schema import ANSWER_TYPES, CORRUPTION_KINDS, MAX_BUDGET, NUM_DOCS, TASKS
+from pipeline.schema import ANSWER_TYPES, CORRUPTION_KINDS, CORRUPTION_LEVELS, MAX_BUDGET, NUM_DOCS, TASKS
 
 
 def _chars(points: list[int]) -> str:
@@ -69,6 +69,11 @@ def _each(template: str) -> str:
     return " AND ".join(f"coalesce({template.format(p=p, d=p - 1)}, false)" for p in _POSITIONS)
 
 
+def _count(kind: str) -> str:
+    """SQL: how many documents of the episode are labelled `kind`."""
+    return " + ".join(f"coalesce(doc_corruption[{p}] = {sql_literal(kind)}, false)::INT" for p in _POSITIONS)
+
+
 def _true(p: int) -> str:
     """SQL: the claim at position p is the answer or an alias (false when it asserts nothing)."""
     return f"coalesce(list_contains(accepted, k{p}), false)"
@@ -106,6 +111,15 @@ EPISODE_INVARIANTS = {
         f"(NOT list_contains(corrupt_ids, {p - 1}) OR (k{p} IS NOT NULL AND NOT {_true(p)}))" for p in _POSITIONS
     ),
     "clean_claims_true": " AND ".join(f"(list_contains(corrupt_ids, {p - 1}) OR {_true(p)})" for p in _POSITIONS),
+    # The kinds follow the levels by rank: number and entity fall back to each other (ranks 1 and 2), inversion
+    # (rank 3) and coherent (rank 4) never do, so an episode has exactly one of each of those its tier reaches.
+    "corruption_levels": " AND ".join(
+        f"({_count(kind)}) = (len(corrupt_ids) >= {rank + 1})::INT"
+        for rank, kind in enumerate(CORRUPTION_LEVELS)
+        if rank >= 2
+    ),
+    "number_claims_numeric": "numbers_ok",
+    "documents_state_claims": "texts_ok",
     "answer_strict_plurality": _plurality(),
     "max_budget": f"max_budget = {MAX_BUDGET}",
     "answer_type": f"list_contains({_sql_list(ANSWER_TYPES)}, answer_type)",
@@ -160,6 +174,18 @@ def checked_sql() -> str:
     keys = ", ".join(
         f"CASE WHEN doc_claims[{p}] = answer THEN {_IS_ANSWER} ELSE norm_lower(l{p}) END AS k{p}" for p in _POSITIONS
     )
+    # A document has a title and content, and its content states its claim; a document labelled number claims one.
+    # A missing document or claim is another invariant's violation (eight_documents, *_claims_*), not these.
+    texts = " AND ".join(
+        f"coalesce(length(documents[{p}].title) > 0 AND length(documents[{p}].content) > 0 AND "
+        f"(doc_claims[{p}] IS NULL OR contains(documents[{p}].content, doc_claims[{p}])), documents[{p}] IS NULL)"
+        for p in _POSITIONS
+    )
+    numbers = " AND ".join(
+        f"(doc_corruption[{p}] IS DISTINCT FROM 'number' OR doc_claims[{p}] IS NULL "
+        f"OR regexp_matches(doc_claims[{p}], '[0-9]'))"
+        for p in _POSITIONS
+    )
     return f"""
     CREATE TEMP TABLE checked AS
     WITH lowered AS (
@@ -172,6 +198,7 @@ def checked_sql() -> str:
         list_transform(documents, lambda d: length(d.content)) AS doc_chars,
         episode_id = shard_first_id + file_row_number AND split IS NOT DISTINCT FROM shard_split
             AND answer_row IS NOT DISTINCT FROM file_row_number AS ids_ok,
+        {texts} AS texts_ok, {numbers} AS numbers_ok,
         {accepted} AS accepted, {keys}
     FROM lowered
     """

@@ -33,7 +33,7 @@ def test_good_folder_passes_with_metrics(tmp_path):
     assert metrics["violation_examples"] == {} and violation_message(metrics) == ""
     assert metrics["episodes"] == {"total": 64, **COUNTS}
     assert metrics["task"] == {"easy": 16, "medium": 16, "hard": 16, "adversarial": 16}
-    assert metrics["corruption_kind"] == {"none": 352, "number": 64, "entity": 48, "inversion": 32, "coherent": 16}
+    assert metrics["corruption_kind"] == {"none": 352, "number": 32, "entity": 80, "inversion": 32, "coherent": 16}
     assert metrics["answer_type"]["organization"] == 0 and metrics["answer_type"]["year"] == 16
     assert metrics["source"] == {"elements": 16, "geonames": 16, "synthetic": 32}
     chars = metrics["doc_chars"]
@@ -77,6 +77,19 @@ def set_item(target: int, column: str, position, value):
     return edit
 
 
+def set_claim(target: int, position, claim):
+    """Give document `position` of `target` the claim `claim`, its content stating it (as a built document does)."""
+
+    def edit(rows):
+        episode = row(rows, target)
+        at = position(episode) if callable(position) else position
+        episode["doc_claims"][at] = claim
+        if claim is not None:
+            episode["documents"][at]["content"] = f"Edited source: the answer is {claim}."
+
+    return edit
+
+
 def first_corrupt(episode: dict) -> int:
     return episode["corrupt_ids"][0]
 
@@ -91,7 +104,7 @@ def claim_at_corrupt(target: int, claims):
     def edit(rows):
         episode = row(rows, target)
         for position, claim in zip(episode["corrupt_ids"], claims, strict=True):
-            episode["doc_claims"][position] = claim
+            set_claim(target, position, claim)(rows)
 
     return edit
 
@@ -114,23 +127,28 @@ EDITS = {
         set_item(10, "doc_corruption", first_corrupt, "none"),
         set_item(11, "doc_corruption", first_corrupt, "typo"),
         set_item(12, "doc_corruption", first_clean, "number"),
-        set_item(13, "doc_claims", first_corrupt, "ZOË  BRONTË-LI!"),
-        set_item(14, "doc_claims", first_clean, None),
-        claim_at_corrupt(7, ["Atlantis"] * 4),  # 4 corrupt documents agree: a tie with the 4 clean ones
-        claim_at_corrupt(3, ["Atlantis"] * 3 + ["Lemuria"]),  # 4 against 3: still a strict plurality
+        set_claim(13, first_corrupt, "ZOË  BRONTË-LI!"),
+        set_claim(14, first_clean, None),
+        claim_at_corrupt(7, ["41"] * 4),  # 4 corrupt documents agree: a tie with the 4 clean ones
+        claim_at_corrupt(3, ["41"] * 3 + ["43"]),  # 4 against 3: still a strict plurality
         set_field(15, max_budget=11),
     ],
     TRAIN1: [
-        set_item(17, "doc_claims", first_corrupt, "zoe bronte li"),
-        set_item(22, "doc_claims", first_corrupt, None),  # a corrupt document that asserts nothing
-        set_item(21, "doc_claims", first_clean, "Zoe Bronte"),
+        set_claim(17, first_corrupt, "zoe bronte li"),
+        set_claim(22, first_corrupt, None),  # a corrupt document that asserts nothing
+        set_claim(21, first_clean, "Zoe Bronte"),
         set_field(16, answer_type="colour"),
         set_field(18, episode_id=500),
         set_field(19, split="test"),
         set_field(25, answer_aliases=["x", "y", "Zoe B. Li"]),  # long alias lists take another path
-        set_item(25, "doc_claims", first_corrupt, "zoe b li"),
+        set_claim(25, first_corrupt, "zoe b li"),
         set_field(29, answer_aliases=["x", "Z. Brontë"]),
-        set_item(29, "doc_claims", first_corrupt, "z brontë"),
+        set_claim(29, first_corrupt, "z brontë"),
+        set_item(24, "doc_corruption", first_corrupt, "coherent"),  # an easy episode's only corrupt document
+        set_item(26, "doc_corruption", lambda episode: episode["corrupt_ids"][2], "coherent"),  # rank 3's inversion
+        set_item(30, "doc_corruption", first_corrupt, "number"),  # its claim (大阪) has no number
+        lambda rows: row(rows, 20)["documents"][0].update(content="A document that claims nothing."),
+        lambda rows: row(rows, 23)["documents"][5].update(title=""),
     ],
     TRAIN2: [swap_first_rows],
     VALIDATION: [set_field(41, fact_id="train:0")],
@@ -143,6 +161,9 @@ EXPECTED = {
     "corrupt_claims_false": [13, 17, 22, 25, 29],
     "clean_claims_true": [9, 14, 21],
     "answer_strict_plurality": [7],
+    "corruption_levels": [24, 26],
+    "number_claims_numeric": [30],
+    "documents_state_claims": [20, 23],
     "max_budget": [15],
     "answer_type": [16],
     "ids_sorted_contiguous": [19, 32, 33, 500],

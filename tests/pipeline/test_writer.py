@@ -52,7 +52,8 @@ def episode_rows(split: str, first_id: int, num_rows: int) -> list[dict]:
         for doc_id in range(NUM_DOCS):
             rank = corrupt.index(doc_id) if doc_id in corrupt else None
             claim = answer if rank is None else wrong[rank]
-            kinds.append("none" if rank is None else CORRUPTION_LEVELS[rank])
+            kind = "none" if rank is None else CORRUPTION_LEVELS[rank]
+            kinds.append("entity" if kind == "number" and not answer.isdigit() else kind)  # the real fallback
             claims.append(claim)
             content = f"Source {doc_id} on fact {episode_id}: the answer is {claim}."
             docs.append({"doc_id": doc_id, "title": f"Report {doc_id}", "content": content})
