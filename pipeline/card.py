@@ -7,6 +7,7 @@ first episode showing each corruption kind, and nothing depends on the clock or 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from pipeline.corruption import QUANTITY_SHIFT, YEAR_SHIFT
 from pipeline.schema import (
     CORRUPTION_LEVELS,
     EPISODE_SCHEMA,
@@ -50,7 +52,11 @@ COLUMN_NOTES = {
     "doc_claims": "per document: the answer it asserts (null when it asserts none)",
 }
 KIND_NOTES = {
-    "number": "a near miss of a numeric answer: a year off by 1-20, a quantity off by 5-35 % in the same format",
+    "number": (
+        f"a near miss of a numeric answer: a year off by {YEAR_SHIFT[0]}-{YEAR_SHIFT[1]}, a quantity off by "
+        f"{QUANTITY_SHIFT[0]}-{QUANTITY_SHIFT[1]} % (a number below {math.ceil(100 / QUANTITY_SHIFT[1])} by one), "
+        "written like the true answers of its relation (separators, significant figures, decimals)"
+    ),
     "entity": "another plausible value of the same type, often the answer to the same question about something else",
     "inversion": "wording that denies the true answer while asserting a wrong one, drawn like true answers",
     "coherent": "an authoritative, self-consistent fabrication that may agree with another corrupt document",

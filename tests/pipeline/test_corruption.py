@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import polars as pl
 import pytest
@@ -5,6 +7,7 @@ import pytest
 from pipeline import corruption
 from pipeline.corruption import COHERENT, ENTITY, INVERSION, NUMBER
 from pipeline.pools import build_pools
+from pipeline.sources import elements, geonames, synthetic
 from reward_api.scoring import normalize
 
 COUNTRIES = ["France", "Spain", "Italy", "Chad", "Peru", "Fiji", "Oman", "Laos"]
@@ -74,9 +77,55 @@ def test_number_is_a_near_miss_in_the_same_format(facts, pools):
     for value in values[50:100]:
         assert value.count(",") == 2 and value.endswith(",000")
         assert 0.6 < int(value.replace(",", "")) / 67_750_000 < 1.4 and value != "67,750,000"
-    assert all(len(v.split(".")[1]) == 3 and v != "15.999" for v in values[100:150])
+    assert all(re.fullmatch(r"\d+(\.\d{0,2}[1-9])?", v) and v != "15.999" for v in values[100:150])
     assert all(v.endswith(" km") and v != "5 km" for v in values[150:])
     assert (keys == _keys(values)).all()
+
+
+def _written(text: str) -> tuple[bool | None, int, bool]:
+    """How a number is written: a thousands separator (from 1,000 up), significant figures, a trailing 0 decimal."""
+    whole, _, fraction = text.replace(",", "").partition(".")
+    return ("," in text if int(whole) >= 1000 else None), len((whole + fraction).strip("0")), fraction.endswith("0")
+
+
+@pytest.fixture(scope="module")
+def real_numbers(pools) -> tuple[pl.DataFrame, list[str]]:
+    """The numeric facts of the offline sources (a small synthetic world), and 8 number claims per fact."""
+    sources = [geonames.facts(), elements.facts(), synthetic.facts(7, 3000, pools)]
+    facts = pl.concat(sources).filter(pl.col("answer_type").is_in(["quantity", "year"]))
+    rows = np.repeat(np.arange(facts.height), 8)
+    values, _, applied = _claims(corruption.truths(facts.select(_facts([]).columns), pools), rows, NUMBER)
+    assert set(applied) == {NUMBER}
+    return facts[rows], values
+
+
+def test_number_claims_are_written_like_the_true_answers_of_their_relation(real_numbers):
+    """No way of writing a number marks a claim as corrupt: "983" -> "1324" among counts written "1,324", 13,290
+    among head counts rounded to 3 figures, or "53.20" among atomic masses were all tells."""
+    facts, claims = real_numbers
+    written = {(False, r, _written(a)) for r, a in facts.select("relation", "answer").iter_rows()}
+    written |= {(True, r, _written(v)) for r, v in zip(facts["relation"], claims, strict=True)}
+    for relation in set(facts["relation"]):
+        true, corrupt = ({w for c, r, w in written if (c, r) == (side, relation)} for side in (False, True))
+        for feature in (0, 2):
+            assert {w[feature] for w in corrupt} <= {w[feature] for w in true}, (relation, feature)
+        assert max(w[1] for w in corrupt) <= max(w[1] for w in true), relation
+
+
+def test_number_claims_move_as_far_as_the_card_says(real_numbers):
+    """Years by YEAR_SHIFT, other numbers by QUANTITY_SHIFT % give or take the rounding to their relation's figures
+    (a head count of 1,000 moved by 40 % was a wider miss than stated); only 1 and 2 move further, by one."""
+    facts, claims = real_numbers
+    truth = facts["answer"].str.replace_all(",", "").cast(pl.Float64).to_numpy()
+    claim = pl.Series(claims).str.replace_all(",", "").cast(pl.Float64).to_numpy()
+    year = (facts["answer_type"] == "year").to_numpy()
+    years = np.abs(claim - truth)[year]
+    assert years.min() == corruption.YEAR_SHIFT[0] and years.max() == corruption.YEAR_SHIFT[1]
+    share = (np.abs(claim - truth) / truth * 100)[~year]
+    least, most = corruption.QUANTITY_SHIFT
+    one_step = np.isin(truth[~year], [1, 2])  # the least move, by one, is more than 35 % of them
+    assert share[~one_step].min() >= least - 0.5 and share[~one_step].max() <= most + 0.5
+    assert set(np.abs(claim - truth)[~year][one_step]) == {1}
 
 
 def test_number_falls_back_to_entity_without_a_number(facts, pools):

@@ -123,6 +123,7 @@ def _params_file(tmp_path: Path, **facts) -> Path:
     ("change", "key"),
     [
         ({"synthetic_entities": 0}, "facts.synthetic_entities"),
+        ({"synthetic_entities": 10**6}, "facts.synthetic_entities: Input should be less than or equal to 294913"),
         ({"sources": ["geonames", "wikipedia"]}, "facts.sources"),
         ({"split_weights": {"train": 0.9, "validation": 0.1}}, "facts.split_weights"),
         ({"hub_limit": -1}, "facts.hub_limit"),

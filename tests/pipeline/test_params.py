@@ -4,6 +4,7 @@ import pytest
 import yaml
 
 from pipeline.params import (
+    MAX_SYNTHETIC_ENTITIES,
     EpisodesParams,
     FactsParams,
     HubParams,
@@ -42,6 +43,12 @@ def test_repository_params_are_valid():
         ("episodes", EpisodesParams, {"train": True}, "episodes.train: Input should be a valid integer"),
         ("episodes", EpisodesParams, {"workers": "2"}, "episodes.workers: Input should be a valid integer"),
         ("facts", FactsParams, {"synthetic_entities": True}, "facts.synthetic_entities"),
+        (
+            "facts",
+            FactsParams,
+            {"synthetic_entities": 400_000},
+            r"facts.synthetic_entities: Input should be less than or equal to 294913 \(got 400000\)",
+        ),
         ("hub", HubParams, {"revision_tag": ""}, "hub.revision_tag: Value error, must be a git tag name"),
         ("hub", HubParams, {"revision_tag": "v 1/../x"}, "hub.revision_tag"),
         ("hub", HubParams, {"revision_tag": "v1.lock"}, "hub.revision_tag"),
@@ -55,6 +62,12 @@ def test_bad_params_name_the_key(tmp_path, name, model, change, message):
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ParamsError, match=message):
         section(read_params(path), name, model, path)
+
+
+def test_the_largest_synthetic_world_is_accepted():
+    """Every entity up to the limit gets a name (tests/pipeline/sources checks the limit against real pools)."""
+    data = read_params(ROOT / "params.yaml")
+    assert section({"facts": {**data["facts"], "synthetic_entities": MAX_SYNTHETIC_ENTITIES}}, "facts", FactsParams)
 
 
 def test_good_tags_and_repo_ids_pass():

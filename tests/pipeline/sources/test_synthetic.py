@@ -2,8 +2,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipeline.params import MAX_SYNTHETIC_ENTITIES
 from pipeline.pools import build_pools
 from pipeline.sources import synthetic
+from reward_api.scoring import accepted_answers, normalize
 
 SEED = 7
 RELATIONS = {
@@ -80,8 +82,20 @@ def test_draw_names_uses_every_pair_once_and_refuses_more():
     assert (
         synthetic.draw_names(SEED, ["Ann", "Bo"], ["Lee", "Ray", "Li"], synthetic.person_name, 2, slot=0) == names[:2]
     )
-    with pytest.raises(ValueError, match="synthetic_entities"):
+    with pytest.raises(ValueError, match="at most 1 names of this kind exist, 2 needed"):
         synthetic.draw_names(SEED, ["Ann"], ["Lee"], synthetic.person_name, 2, slot=0)
+
+
+def test_the_entity_limit_is_where_names_run_out(pools):
+    """The stage's limit (checked in params) is this pool's: one more entity and a company has no name."""
+    firsts, lasts = ({name.split(" ")[i] for name in pools.person} for i in (0, 1))
+    names = synthetic.max_entities(len(firsts) * len(lasts), len(set(pools.organization)) * len(synthetic.SECTORS))
+    assert names == MAX_SYNTHETIC_ENTITIES
+    small = build_pools(SEED, size=4)
+    most = synthetic.max_entities(4 * 4, 4 * len(synthetic.SECTORS))
+    assert synthetic.facts(SEED, most, small).height == 4 * most
+    with pytest.raises(ValueError, match=f"facts.synthetic_entities: at most {most} entities .*, got {most + 1}"):
+        synthetic.facts(SEED, most + 1, small)
 
 
 @pytest.mark.parametrize(
@@ -100,3 +114,11 @@ def test_employee_counts_have_three_significant_figures():
     counts = synthetic.employee_counts(SEED, np.arange(2000))
     assert counts.min() >= synthetic.EMPLOYEES[0] and counts.max() <= synthetic.EMPLOYEES[1]
     assert all(len(str(c).rstrip("0")) <= 3 for c in counts if c >= 1000)
+
+
+def test_hyphenated_company_names_also_accept_the_spaced_spelling(facts):
+    """ "Pacheco Casey Labs" is a right answer for "Pacheco-Casey Labs" (normalize drops the hyphen unspaced)."""
+    named = facts.filter(pl.col("relation") == "employer", pl.col("answer").str.contains("-", literal=True))
+    assert named.height > 10
+    for answer, aliases in named.select("answer", "answer_aliases").iter_rows():
+        assert normalize(answer.replace("-", " ")) in accepted_answers(answer, aliases), (answer, aliases)
