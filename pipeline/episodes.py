@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from pipeline import corruption, documents, engines
+from pipeline import corruption, documents, engines, hiddenkey
 from pipeline.checksums import file_sha256
 from pipeline.params import DEFAULT_PARAMS, EpisodesParams, ParamsError, params_hash, read_params, section, seed
 from pipeline.pools import Pools, build_pools
@@ -111,9 +111,17 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
     )
 
 
-def generate_episodes(facts: pa.Table, pools: Pools, seed: int, split: str, ids: np.ndarray) -> pa.Table:
-    """Episodes `ids` of `split` (EPISODE_SCHEMA, in the order of `ids`)."""
-    return generate(prepare(facts, pools, split), seed, np.asarray(ids, dtype=np.int64))
+def generate_episodes(
+    facts: pa.Table, pools: Pools, seed: int, split: str, ids: np.ndarray, split_key: bytes | None = None
+) -> pa.Table:
+    """Episodes `ids` of `split` (EPISODE_SCHEMA, in the order of `ids`); a hidden split's draw with its key
+    (`hiddenkey.draw_key`)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    return generate(prepare(facts, pools, split), seed, ids, _draws(split_key, ids))
+
+
+def _draws(split_key: bytes | None, ids: np.ndarray) -> np.ndarray | None:
+    return None if split_key is None else hiddenkey.draw_ids(split_key, ids)
 
 
 def _units(words: np.ndarray, count: int) -> np.ndarray:
@@ -175,15 +183,17 @@ def _copy_earlier(seed, ids, rows, values, key, claims, keys) -> tuple[pl.Series
     return values, np.where(copy, keys[source, rows], key)
 
 
-def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
-    """Episodes `ids` from a prepared split: draws per episode, claims per corrupt rank, then documents."""
+def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | None = None) -> pa.Table:
+    """Episodes `ids` from a prepared split: draws per episode, claims per corrupt rank, then documents. `draws` are
+    the ids the draws are made from (a hidden split's secret ids, `hiddenkey.draw_ids`); by default `ids`."""
     n = len(ids)
-    k = integers(seed, ids, Slot.TASK, len(TASKS)) + 1
-    fact = integers(seed, ids, Slot.FACT, ctx.table.num_rows)
+    draws = ids if draws is None else draws
+    k = integers(seed, draws, Slot.TASK, len(TASKS)) + 1
+    fact = integers(seed, draws, Slot.FACT, ctx.table.num_rows)
     # The document at position p has rank[p] in a random order; ranks below k are the corrupt ones.
-    rank = np.argsort(permutations(seed, ids, Slot.POSITIONS, NUM_DOCS), axis=1)
+    rank = np.argsort(permutations(seed, draws, Slot.POSITIONS, NUM_DOCS), axis=1)
     corrupt = rank < k[:, None]
-    claims, keys, kinds = _rank_claims(ctx, seed, ids, k, fact)
+    claims, keys, kinds = _rank_claims(ctx, seed, draws, k, fact)
 
     episode = np.repeat(np.arange(n), NUM_DOCS)
     doc = np.tile(np.arange(NUM_DOCS), n)
@@ -197,10 +207,10 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray) -> pa.Table:
     claim_key = np.concatenate([ctx.truths.accepted[fact, 0], *keys])[which]
 
     style = np.stack(
-        [bits(seed, ids, Slot.STYLE, d * STYLE_WORDS + w) for d in range(NUM_DOCS) for w in range(STYLE_WORDS)]
+        [bits(seed, draws, Slot.STYLE, d * STYLE_WORDS + w) for d in range(NUM_DOCS) for w in range(STYLE_WORDS)]
     )
     u = _units(style.reshape(NUM_DOCS, STYLE_WORDS, n).transpose(2, 0, 1), 4).reshape(n * NUM_DOCS, -1)
-    decoy = _decoys(ctx, seed, ids, fact, episode, doc, level, answer, claim_key)
+    decoy = _decoys(ctx, seed, draws, fact, episode, doc, level, answer, claim_key)
     title, content = documents.render(
         documents.Batch(
             subject=frame["subject"].gather(episode),
@@ -325,14 +335,26 @@ def read_facts(facts_dir: Path) -> tuple[pa.Table, str]:
     return facts, hashlib.sha256(data).hexdigest()
 
 
-def _install(facts_dir: Path, facts_sha256: str, seed: int) -> None:
+def _install(facts_dir: Path, facts_sha256: str, seed: int, split_keys: dict[str, bytes]) -> None:
     """Each worker reads the facts the stage checked (the path travels, not the table: `engines.run_local`) and
-    builds the pools once; splits are prepared on first use."""
+    builds the pools once; splits are prepared on first use. `split_keys` hold each hidden split's draw key."""
     facts, sha256 = read_facts(facts_dir)
     if sha256 != facts_sha256:
         raise FactsError(f"{Path(facts_dir) / FACTS_FILE}: changed while the episodes stage ran; run the stage again")
     _WORKER.clear()
-    _WORKER.update(facts=facts, pools=build_pools(seed), seed=seed)
+    _WORKER.update(facts=facts, pools=build_pools(seed), seed=seed, split_keys=split_keys)
+
+
+def _check_key(facts: pa.Table, path: Path, key: bytes) -> None:
+    """A hidden build's facts must come from its own key: facts built without it (or with another) would let the
+    published seed rebuild the hidden split's fictional answers."""
+    built = (facts.schema.metadata or {}).get(hiddenkey.FINGERPRINT_KEY, b"").decode()
+    if built != hiddenkey.fingerprint(key):
+        state = f"with another {hiddenkey.KEY_ENV}" if built else f"without {hiddenkey.KEY_ENV}"
+        raise FactsError(
+            f"{path}: built {state}, and episodes.hidden_test needs facts from this build's key; rerun the facts "
+            f"stage (python -m pipeline.facts) with the same {hiddenkey.KEY_ENV} set"
+        )
 
 
 def _split_facts(split: str) -> SplitFacts:
@@ -344,10 +366,12 @@ def _split_facts(split: str) -> SplitFacts:
 def _shard_table(plan: ShardPlan) -> pa.Table:
     ctx = _split_facts(plan.split)
     ids = np.arange(plan.first_id, plan.first_id + plan.num_rows, dtype=np.int64)
+    draws = _draws(_WORKER["split_keys"].get(plan.split), ids)
     chunks = []
     for start in range(0, len(ids), CHUNK_ROWS):
         engines.stop_if_orphaned()  # a shard of a build that is gone or stopped writes nothing into its staging folder
-        chunks.append(generate(ctx, _WORKER["seed"], ids[start : start + CHUNK_ROWS]))
+        part = slice(start, start + CHUNK_ROWS)
+        chunks.append(generate(ctx, _WORKER["seed"], ids[part], None if draws is None else draws[part]))
     engines.stop_if_orphaned()
     return pa.concat_tables(chunks)
 
@@ -372,6 +396,7 @@ def build_episodes(
     seed: int,
     *,
     answers_dir: Path | None = None,
+    hidden_key: bytes | None = None,
     progress: Callable[[ShardInfo], None] | None = None,
     audit: str = "",
 ) -> Manifest:
@@ -379,17 +404,22 @@ def build_episodes(
 
     The folder holds the shards, manifest.json and the README.md dataset card. Output is byte-identical
     for any `params.workers` and `params.engine`: shards are pure functions of (seed, ids). With
-    `answers_dir` (required when `params.hidden_test`), the ground truth of the hidden splits goes there, with
-    its own manifest.json (replaced atomically too, just before out_dir, whose manifest binds it by checksum).
+    `answers_dir` and `hidden_key` (required when `params.hidden_test`), the hidden splits draw from secret ids
+    (`pipeline.hiddenkey`) and their ground truth goes to answers_dir, with its own manifest.json (replaced
+    atomically too, just before out_dir, whose manifest binds it by checksum).
     The facts are read here first, so a missing or corrupt table fails (FactsError) before any work; the workers
     read the same file, bound to these bytes by its sha256.
     """
-    _, facts_hash = read_facts(facts_dir)
+    facts, facts_hash = read_facts(facts_dir)
     hidden = params.hidden_splits()
-    if hidden and answers_dir is None:
+    if hidden and (answers_dir is None or hidden_key is None):
         raise ValueError(
-            "episodes.hidden_test is true: pass answers_dir, the folder for the test split's ground truth"
+            "episodes.hidden_test is true: pass answers_dir, the folder for the test split's ground truth, and "
+            "hidden_key, the key of its draws"
         )
+    if hidden:
+        _check_key(facts, Path(facts_dir) / FACTS_FILE, hidden_key)
+    split_keys = {split: hiddenkey.draw_key(hidden_key, seed, split) for split in hidden}
     plans = params.shard_plans()
     digest = params_hash(seed, params.content(), facts_hash)
     with staging(Path(out_dir)) as root, _answers_staging(answers_dir) as answers:
@@ -399,7 +429,7 @@ def build_episodes(
             if hidden
             else partial(_write, **args)
         )
-        setup = (Path(facts_dir).resolve(), facts_hash, seed)
+        setup = (Path(facts_dir).resolve(), facts_hash, seed, split_keys)
         if params.engine == "ray":
             infos = engines.run_ray(plans, write, _install, setup, params.ray_address, params.workers, progress)
         else:
@@ -458,7 +488,8 @@ def main(
 ) -> None:
     """The stage: always writes the answers folder (default: `answers` beside out_dir), a DVC output even when
     nothing is hidden (then its manifest lists no shard). Bad params or a missing or corrupt facts table end it
-    with a one-line message (exit status 1) before any work."""
+    with a one-line message (exit status 1) before any work, as does a hidden build without its key
+    (`hiddenkey.KEY_ENV`)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.perf_counter()
     try:
@@ -466,6 +497,7 @@ def main(
         seed_ = seed(data, params_file)
         params = section(data, "episodes", EpisodesParams, params_file)
         answers_dir = Path(out_dir).with_name("answers") if answers_dir is None else answers_dir
+        key = hiddenkey.read_key() if params.hidden_test else None
         total = sum(params.counts().values())
         # Drawn after a second: a facts table build_episodes refuses at once (FactsError) leaves only its line.
         with tqdm(total=total, unit="episodes", unit_scale=True, desc="episodes", delay=1.0) as bar:
@@ -475,10 +507,11 @@ def main(
                 params,
                 seed_,
                 answers_dir=answers_dir,
+                hidden_key=key,
                 progress=lambda info: bar.update(info.num_rows),
                 audit=AUDIT_SECTION.read_text() if AUDIT_SECTION.is_file() else "",
             )
-    except (ParamsError, FactsError) as err:
+    except (ParamsError, FactsError, hiddenkey.HiddenKeyError) as err:
         raise SystemExit(f"episodes: {err}") from None
     seconds = time.perf_counter() - started
     if manifest.hidden_splits:

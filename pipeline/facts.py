@@ -1,7 +1,7 @@
 """The facts stage: every configured source → one deduplicated, split-assigned table → data/facts/.
 
-`build_facts` is pure (same params and seed → identical table); `write_facts` and `main` are the I/O
-edges. Splits come from a hash of `fact_id` alone, so a fact keeps its split when sources or counts
+`build_facts` is pure (same params, seed and hidden-split key → identical table); `write_facts` and `main` are the
+I/O edges. Splits come from a hash of `fact_id` alone, so a fact keeps its split when sources or counts
 change and can never appear in two splits.
 """
 
@@ -20,7 +20,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.params import DEFAULT_PARAMS, FactsParams, ParamsError, read_params, section, seed
+from pipeline import hiddenkey
+from pipeline.params import DEFAULT_PARAMS, EpisodesParams, FactsParams, ParamsError, read_params, section, seed
 from pipeline.pools import build_pools
 from pipeline.schema import FACT_SCHEMA, SPLITS
 from pipeline.sources import elements, geonames, hub, synthetic
@@ -71,12 +72,17 @@ def deduplicate(facts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def build_facts(params: FactsParams, seed: int, *, hub_paths: Mapping[str, str] | None = None) -> pa.Table:
+def build_facts(
+    params: FactsParams, seed: int, *, hub_paths: Mapping[str, str] | None = None, hidden_key: bytes | None = None
+) -> pa.Table:
     """The facts table (FACT_SCHEMA), deduplicated, rows sorted by fact_id.
 
-    `hub_paths` overrides the Hub dataset id of nq_open / popqa / faitheval (e.g. a local folder).
+    `hub_paths` overrides the Hub dataset id of nq_open / popqa / faitheval (e.g. a local folder). With the key of a
+    build with a hidden split, the synthetic facts come from a keyed seed and the table's metadata names the key
+    (`hiddenkey.fingerprint`), which the episodes stage checks.
     """
-    frames = [LOADERS[name](params, seed, hub_paths or {}) for name in params.sources]
+    entity_seed = seed if hidden_key is None else hiddenkey.synthetic_seed(hidden_key, seed)
+    frames = [LOADERS[name](params, entity_seed, hub_paths or {}) for name in params.sources]
     facts = deduplicate(pl.concat(frames))
     splits = assign_splits(facts["fact_id"].to_list(), params.split_weights)
     facts = facts.with_columns(split=pl.Series(splits, dtype=pl.String)).sort("fact_id")
@@ -85,7 +91,10 @@ def build_facts(params: FactsParams, seed: int, *, hub_paths: Mapping[str, str] 
             f"facts.split_weights: no fact falls in split {', '.join(empty)} of {len(splits)} facts "
             f"(weights {params.split_weights}): raise its weight or add facts (sources, synthetic_entities)"
         )
-    return facts.select(FACT_SCHEMA.names).to_arrow().cast(FACT_SCHEMA)
+    table = facts.select(FACT_SCHEMA.names).to_arrow().cast(FACT_SCHEMA)
+    if hidden_key is None:
+        return table
+    return table.replace_schema_metadata({hiddenkey.FINGERPRINT_KEY: hiddenkey.fingerprint(hidden_key)})
 
 
 def summarise(table: pa.Table) -> dict:
@@ -103,7 +112,7 @@ def write_facts(table: pa.Table, out_dir: Path) -> None:
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = table.cast(FACT_SCHEMA)
+    table = table.cast(FACT_SCHEMA).replace_schema_metadata(table.schema.metadata)  # a hidden build's key fingerprint
     parquet, summary = out_dir / "facts.parquet", out_dir / "summary.json"
     staged = {path: path.with_name(f".{path.name}.tmp") for path in (summary, parquet)}
     try:
@@ -117,13 +126,16 @@ def write_facts(table: pa.Table, out_dir: Path) -> None:
 
 
 def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
-    """The stage; bad params end it with a one-line message (exit status 1) before anything is written."""
+    """The stage; bad params, or a build with a hidden split (episodes.hidden_test) without its key, end it with a
+    one-line message (exit status 1) before anything is written."""
     start = time.perf_counter()
     try:
         data = read_params(params_path)
         build_seed = seed(data, params_path)
-        table = build_facts(section(data, "facts", FactsParams, params_path), build_seed)
-    except ParamsError as err:
+        facts = section(data, "facts", FactsParams, params_path)
+        hidden = "episodes" in data and section(data, "episodes", EpisodesParams, params_path).hidden_test
+        table = build_facts(facts, build_seed, hidden_key=hiddenkey.read_key() if hidden else None)
+    except (ParamsError, hiddenkey.HiddenKeyError) as err:
         raise SystemExit(f"facts: {err}") from None
     write_facts(table, out_dir)
     summary = summarise(table)

@@ -16,6 +16,7 @@ SMALL_FACTS = FactsParams(
     split_weights={"train": 0.8, "validation": 0.1, "test": 0.1},
     hub_limit=100,
 )
+HIDDEN_KEY = b"the suite's hidden-split key, 32+ characters"
 SMALL_EPISODES = EpisodesParams(train=1200, validation=300, test=300, workers=1, shard_rows=512, row_group_rows=64)
 
 
@@ -36,6 +37,16 @@ def facts_dir(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("facts")
     write_facts(build_facts(SMALL_FACTS, SEED), out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def hidden_facts_dir(tmp_path_factory) -> Path:
+    """Facts built with HIDDEN_KEY, as a build with a hidden split needs them."""
+    from pipeline.facts import build_facts, write_facts
+
+    out = tmp_path_factory.mktemp("hidden-facts")
+    write_facts(build_facts(SMALL_FACTS, SEED, hidden_key=HIDDEN_KEY), out)
     return out
 
 

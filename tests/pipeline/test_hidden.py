@@ -1,5 +1,6 @@
 """Hidden test split (episodes.hidden_test): the published test files carry no hidden column, the ground truth sits
-in the answers folder (aligned row groups, bound by checksum), both are deterministic and regenerate from code,
+in the answers folder (aligned row groups, bound by checksum), both are deterministic and regenerate from code with
+the build's key (pipeline.hiddenkey) but not from the published seed alone,
 validate checks the hidden split through its answers, the card, `datasets` and training treat it as hidden, and
 publishing never pushes the answers."""
 
@@ -21,9 +22,10 @@ import yaml
 from datasets import load_dataset
 from test_publish import REPO, make_project, remote_dataset, run_publish
 
+from pipeline import hiddenkey
 from pipeline.card import CARD_NAME
 from pipeline.checksums import file_sha256
-from pipeline.episodes import build_episodes, generate_episodes, main
+from pipeline.episodes import FactsError, build_episodes, generate_episodes, main
 from pipeline.params import EpisodesParams, params_hash
 from pipeline.pools import build_pools
 from pipeline.schema import (
@@ -41,7 +43,7 @@ from pipeline.validate import validate
 from pipeline.writer import write_manifest
 from reward_api.store import EpisodeStore, StoreError
 from tests.conftest import SEED, SMALL_EPISODES
-from tests.hiddenbuild import HIDDEN, build_hidden
+from tests.hiddenbuild import HIDDEN, HIDDEN_KEY, build_hidden
 from tests.hubstandin import HubError, hub_standin
 from train.data import stream_episodes
 
@@ -50,8 +52,8 @@ TOKEN = "hf_standin_token"
 
 
 @pytest.fixture(scope="session")
-def hidden_build(tmp_path_factory, facts_dir) -> tuple[Path, Path]:
-    return build_hidden(tmp_path_factory.mktemp("hidden"), facts_dir)
+def hidden_build(tmp_path_factory, hidden_facts_dir) -> tuple[Path, Path]:
+    return build_hidden(tmp_path_factory.mktemp("hidden"), hidden_facts_dir)
 
 
 def manifests(episodes: Path, answers: Path) -> tuple[Manifest, AnswersManifest]:
@@ -110,18 +112,55 @@ def joined(episodes: Path, answers: Path, path: str) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=EPISODE_SCHEMA)
 
 
-def test_split_files_equal_the_full_build_and_regenerate_from_code(hidden_build, dataset_dir, facts_dir):
-    """Hiding changes where columns are stored, not one value: the joined files equal the open build's test
-    shard and the rows generated again from (seed, id)."""
+def test_hidden_rows_regenerate_with_the_key_and_not_from_the_published_seed(hidden_build, hidden_facts_dir):
+    """The joined files equal the rows generated again from (key, seed, id); without the key, the published seed
+    and the same facts give other corrupt positions. The published splits regenerate from the seed alone."""
     episodes, answers = hidden_build
     manifest, _ = manifests(episodes, answers)
-    facts, pools = pq.read_table(facts_dir / "facts.parquet"), build_pools(manifest.seed)
-    for shard in (s for s in manifest.shards if s.split == "test"):
+    facts, pools = pq.read_table(hidden_facts_dir / "facts.parquet"), build_pools(manifest.seed)
+    split_key = hiddenkey.draw_key(HIDDEN_KEY, manifest.seed, "test")
+    same = total = 0
+    for shard in manifest.shards:
+        stored = pq.read_table(episodes / shard.path)
+        ids = np.arange(shard.first_id, shard.first_id + shard.num_rows)
+        if shard.split != "test":
+            assert generate_episodes(facts, pools, manifest.seed, shard.split, ids[::7]).equals(
+                stored.take(pa.array(ids[::7] - shard.first_id))
+            )
+            continue
         stored = joined(episodes, answers, shard.path)
-        assert stored.equals(pq.read_table(dataset_dir / shard.path).cast(EPISODE_SCHEMA))
-        ids = np.arange(shard.first_id, shard.first_id + shard.num_rows)[::7]
-        again = generate_episodes(facts, pools, manifest.seed, "test", ids)
-        assert again.equals(stored.take(pa.array(ids - shard.first_id)))
+        assert generate_episodes(facts, pools, manifest.seed, "test", ids, split_key).equals(stored)
+        guess = generate_episodes(facts, pools, manifest.seed, "test", ids)
+        pairs = zip(guess["corrupt_ids"].to_pylist(), stored["corrupt_ids"].to_pylist(), strict=True)
+        same += sum(a == b for a, b in pairs)
+        total += shard.num_rows
+    assert total == HIDDEN.test and same < 0.05 * total, f"{same} of {total} positions follow from the seed alone"
+
+
+@pytest.mark.parametrize("key", [None, b"another key of at least thirty-two characters"], ids=["unkeyed", "other"])
+def test_facts_not_built_with_the_builds_key_are_refused(facts_dir, hidden_facts_dir, tmp_path, key):
+    """Facts built without the key (or with another) would let the published seed rebuild the fictional answers."""
+    folder = facts_dir if key is None else hidden_facts_dir
+    with pytest.raises(FactsError, match="built (without|with another) CONTEXTCORRUPTION_HIDDEN_KEY"):
+        build_episodes(
+            folder, tmp_path / "episodes", HIDDEN, SEED, answers_dir=tmp_path / "answers", hidden_key=key or HIDDEN_KEY
+        )
+    assert not list(tmp_path.iterdir()), "nothing staged"
+
+
+def test_the_stage_without_a_key_stops_in_one_line_before_any_work(hidden_facts_dir, tmp_path):
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": HIDDEN.model_dump()}))
+    env = {k: v for k, v in os.environ.items() if k != hiddenkey.KEY_ENV} | {"PYTHONPATH": str(REPO_ROOT)}
+    code = (
+        "from pathlib import Path; from pipeline.episodes import main; "
+        f"main(Path('params.yaml'), Path({str(hidden_facts_dir)!r}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().startswith(f"episodes: episodes.hidden_test is true: {hiddenkey.KEY_ENV} must hold")
+    assert len(done.stderr.strip().splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
 
 
 def snapshot(*folders: Path) -> dict[str, bytes]:
@@ -133,20 +172,22 @@ def snapshot(*folders: Path) -> dict[str, bytes]:
     }
 
 
-def test_hidden_build_is_byte_identical_for_one_and_two_workers(hidden_build, facts_dir, tmp_path):
+def test_hidden_build_is_byte_identical_for_one_and_two_workers(hidden_build, hidden_facts_dir, tmp_path):
     build_episodes(
-        facts_dir,
+        hidden_facts_dir,
         tmp_path / "episodes",
         HIDDEN.model_copy(update={"workers": 2}),
         SEED,
         answers_dir=tmp_path / "answers",
+        hidden_key=HIDDEN_KEY,
     )
     assert snapshot(tmp_path / "episodes", tmp_path / "answers") == snapshot(*hidden_build)
 
 
-def test_hidden_test_needs_an_answers_folder(facts_dir, tmp_path):
-    with pytest.raises(ValueError, match="hidden_test is true: pass answers_dir"):
-        build_episodes(facts_dir, tmp_path / "episodes", HIDDEN, SEED)
+@pytest.mark.parametrize("given", [{"hidden_key": HIDDEN_KEY}, {"answers_dir": "answers"}], ids=["folder", "key"])
+def test_hidden_test_needs_an_answers_folder_and_a_key(hidden_facts_dir, tmp_path, given):
+    with pytest.raises(ValueError, match="hidden_test is true: pass answers_dir, .* and hidden_key"):
+        build_episodes(hidden_facts_dir, tmp_path / "episodes", HIDDEN, SEED, **given)
     assert not (tmp_path / "episodes").exists()
 
 
@@ -183,8 +224,12 @@ def _fresh(root: Path, shard):
 def test_validate_names_a_broken_answer_a_leaked_column_and_missing_answers(hidden_build, tmp_path):
     episodes, answers = copy_build(hidden_build, tmp_path)
     path = "data/test-00000-of-00001.parquet"
-    truth = pq.read_table(answers / path).to_pylist()
-    target = truth[10]
+    truth, published = pq.read_table(answers / path).to_pylist(), pq.read_table(episodes / path).to_pylist()
+    # an episode whose first corrupt document does not mention the answer (an inversion's denies it)
+    row = next(
+        i for i, t in enumerate(truth) if t["answer"] not in published[i]["documents"][t["corrupt_ids"][0]]["content"]
+    )
+    target = truth[row]
     corrupt = target["corrupt_ids"][0]
     target["doc_claims"][corrupt] = target["answer"]  # a corrupt document asserting the true answer
     pq.write_table(pa.Table.from_pylist(truth, schema=ANSWERS_SCHEMA), answers / path, row_group_size=64)
@@ -222,10 +267,11 @@ def test_validate_reports_a_truncated_hidden_split_file_instead_of_crashing(hidd
     ]
 
 
-def test_stage_writes_the_answers_beside_the_episodes_and_validate_reads_them(facts_dir, tmp_path):
+def test_stage_writes_the_answers_beside_the_episodes_and_validate_reads_them(hidden_facts_dir, tmp_path, monkeypatch):
     params = {"seed": SEED, "episodes": HIDDEN.model_dump()}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    main(tmp_path / "params.yaml", facts_dir, tmp_path / "data" / "episodes")
+    monkeypatch.setenv(hiddenkey.KEY_ENV, HIDDEN_KEY.decode())
+    main(tmp_path / "params.yaml", hidden_facts_dir, tmp_path / "data" / "episodes")
     assert (tmp_path / "data" / "answers" / MANIFEST_NAME).is_file()
     (tmp_path / "data" / "facts").mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
@@ -254,13 +300,15 @@ main(Path("params.yaml"), Path("data/facts"), Path("data/episodes"))
 
 
 def test_a_build_killed_between_its_two_folders_is_refused_then_reruns_identically(
-    hidden_build, facts_dir, tmp_path, monkeypatch
+    hidden_build, hidden_facts_dir, tmp_path, monkeypatch
 ):
     data = tmp_path / "data"
     episodes, answers = data / "episodes", data / "answers"
-    build_episodes(facts_dir, episodes, HIDDEN, SEED + 1, answers_dir=answers)  # the previous build
-    (data / "facts").symlink_to(facts_dir, target_is_directory=True)
+    previous = {"answers_dir": answers, "hidden_key": HIDDEN_KEY}
+    build_episodes(hidden_facts_dir, episodes, HIDDEN, SEED + 1, **previous)  # the previous build
+    (data / "facts").symlink_to(hidden_facts_dir, target_is_directory=True)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": HIDDEN.model_dump()}))
+    monkeypatch.setenv(hiddenkey.KEY_ENV, HIDDEN_KEY.decode())
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     command = [sys.executable, "-c", KILL_BETWEEN_FOLDERS]
     killed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

@@ -291,10 +291,10 @@ def test_re_publishing_an_older_tag_with_its_files_leaves_main_as_it_is(project,
 
 
 @pytest.fixture(scope="module")
-def hidden_dataset(tmp_path_factory, facts_dir) -> Path:
+def hidden_dataset(tmp_path_factory, hidden_facts_dir) -> Path:
     from tests.hiddenbuild import build_hidden
 
-    return build_hidden(tmp_path_factory.mktemp("hidden"), facts_dir)[0]
+    return build_hidden(tmp_path_factory.mktemp("hidden"), hidden_facts_dir)[0]
 
 
 @pytest.mark.parametrize("build", ["plain", "hidden"])

@@ -34,8 +34,8 @@ SEALED = "ground truth of split test is not on this server"
 
 
 @pytest.fixture(scope="session")
-def hidden_served(tmp_path_factory, facts_dir) -> tuple[Path, Path]:
-    return build_hidden(tmp_path_factory.mktemp("hidden-served"), facts_dir)
+def hidden_served(tmp_path_factory, hidden_facts_dir) -> tuple[Path, Path]:
+    return build_hidden(tmp_path_factory.mktemp("hidden-served"), hidden_facts_dir)
 
 
 @pytest.fixture(scope="module")

@@ -66,8 +66,10 @@ def test_every_cached_body_is_the_store_paths_bytes_and_only_visible_columns(sto
         cache.body(store.num_episodes)
 
 
-def test_a_hidden_split_published_without_its_hidden_columns_is_cached_alike(tmp_path_factory, facts_dir, tmp_path):
-    episodes, _answers = build_hidden(tmp_path_factory.mktemp("hidden"), facts_dir)
+def test_a_hidden_split_published_without_its_hidden_columns_is_cached_alike(
+    tmp_path_factory, hidden_facts_dir, tmp_path
+):
+    episodes, _answers = build_hidden(tmp_path_factory.mktemp("hidden"), hidden_facts_dir)
     store = EpisodeStore(episodes, preload_keys=False)
     hidden = [index for index, info in enumerate(store.shards) if info.split in store.manifest.hidden_splits]
     cache = ViewCache(store, tmp_path)

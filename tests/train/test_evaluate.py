@@ -143,9 +143,9 @@ def test_command_refuses_what_it_cannot_run(tmp_path, episodes_dir, capsys):
 
 
 @pytest.fixture(scope="module")
-def hidden_episodes(tmp_path_factory, facts_dir) -> Path:
-    """The suite's small build with its test split hidden (episodes.hidden_test)."""
-    return build_hidden(tmp_path_factory.mktemp("hidden"), facts_dir)[0]
+def hidden_episodes(tmp_path_factory, hidden_facts_dir) -> Path:
+    """The suite's small build with its test split hidden (episodes.hidden_test), from facts built with its key."""
+    return build_hidden(tmp_path_factory.mktemp("hidden"), hidden_facts_dir)[0]
 
 
 def test_data_it_cannot_read_is_one_line_naming_the_flag(tmp_path, hidden_episodes, capsys):
