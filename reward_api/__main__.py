@@ -1,12 +1,13 @@
 """`python -m reward_api --data PATH_OR_REPO_ID [--revision REV] [--answers PATH_OR_REPO_ID [--answers-revision REV]]
-[--host 127.0.0.1] [--port 7860] [--cache-mb MB] [--workers N] [--access-log]`.
+[--host 127.0.0.1] [--port 7860] [--cache-mb MB] [--workers N] [--access-log] [--session-timeout S]`.
 
 `--answers` is the build's answers folder (data/answers), the ground truth of a hidden test split: without it
-that split is served and played but not scored. Every option can also come from the environment
-(CONTEXTCORRUPTION_DATA, _REVISION, _ANSWERS, _ANSWERS_REVISION, _HOST, _PORT, _CACHE_MB, _ACCESS_LOG, _WORKERS),
-which is how a container or an HF Space passes the dataset repo id. The state-token secret is
-CONTEXTCORRUPTION_STATE_KEY (see reward_api.tokens); the optional API bearer token is CONTEXTCORRUPTION_API_TOKEN
-(see reward_api.auth), environment only, so it never shows on a command line.
+that split is served and played but not scored. `--session-timeout` (default 300) is how many seconds a /ws session
+may stay silent before it stops holding one of the server's 256 session slots. Every option can also come from the
+environment (CONTEXTCORRUPTION_DATA, _REVISION, _ANSWERS, _ANSWERS_REVISION, _HOST, _PORT, _CACHE_MB, _ACCESS_LOG,
+_WORKERS, _SESSION_TIMEOUT), which is how a container or an HF Space passes the dataset repo id. The state-token
+secret is CONTEXTCORRUPTION_STATE_KEY (see reward_api.tokens); the optional API bearer token is
+CONTEXTCORRUPTION_API_TOKEN (see reward_api.auth), environment only, so it never shows on a command line.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class Settings(BaseSettings):
     access_log: bool = False
     api_token: SecretStr | None = None
     workers: int = Field(default=1, ge=1, le=64)
+    # reward_api.server.SESSION_TIMEOUT_S: not imported, that would import openenv before skip_web_ui.
+    session_timeout: float = Field(default=300.0, gt=0, allow_inf_nan=False)
 
 
 def parse_settings(argv: list[str] | None = None) -> Settings:
@@ -63,6 +66,12 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--workers", type=int, help="uvicorn worker processes, each with its own store (default 1)")
     parser.add_argument(
         "--access-log", action="store_true", default=None, help="log every request (off by default: it costs CPU)"
+    )
+    parser.add_argument(
+        "--session-timeout",
+        type=float,
+        dest="session_timeout",
+        help="seconds a silent /ws session holds one of the 256 session slots (default 300)",
     )
     given = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
     return Settings(**given)
@@ -130,7 +139,8 @@ def create_app(settings: Settings | None = None, store: EpisodeStore | None = No
     settings = settings or Settings()
     store = store or open_store(settings, answers_folder(settings))
     token = settings.api_token.get_secret_value() if settings.api_token else None
-    app = build_app(Backend(store, TokenSigner(server_secret(), store.manifest.params_hash)), api_token=token)
+    backend = Backend(store, TokenSigner(server_secret(), store.manifest.params_hash))
+    app = build_app(backend, api_token=token, session_timeout=settings.session_timeout)
     tune_gc()
     return app
 
@@ -164,7 +174,11 @@ def export(settings: Settings, answers: Path | None = None) -> None:
 
     Workers must sign state tokens with one key, or a token from one would be refused by the other.
     """
-    os.environ.update(CONTEXTCORRUPTION_DATA=settings.data, CONTEXTCORRUPTION_CACHE_MB=str(settings.cache_mb))
+    os.environ.update(
+        CONTEXTCORRUPTION_DATA=settings.data,
+        CONTEXTCORRUPTION_CACHE_MB=str(settings.cache_mb),
+        CONTEXTCORRUPTION_SESSION_TIMEOUT=str(settings.session_timeout),
+    )
     os.environ.pop("CONTEXTCORRUPTION_REVISION", None)
     if answers is not None:
         os.environ["CONTEXTCORRUPTION_ANSWERS"] = str(answers)

@@ -1,8 +1,8 @@
 """Zero-argument app factory: `uvicorn --factory reward_api.app:create_app`, and openenv.yaml's `app:`.
 
 Settings come from the environment, as for `python -m reward_api` (CONTEXTCORRUPTION_DATA, _REVISION, _ANSWERS,
-_ANSWERS_REVISION, _CACHE_MB; the API token and the state-token key too): CONTEXTCORRUPTION_DATA may be a folder or
-a Hub dataset repo id, downloaded at `_REVISION` here. With several uvicorn workers set
+_ANSWERS_REVISION, _CACHE_MB, _SESSION_TIMEOUT; the API token and the state-token key too): CONTEXTCORRUPTION_DATA
+may be a folder or a Hub dataset repo id, downloaded at `_REVISION` here. With several uvicorn workers set
 CONTEXTCORRUPTION_STATE_KEY, or each worker signs state tokens with a key of its own and refuses the others' tokens.
 """
 

@@ -4,13 +4,15 @@ Protected: /score, /score/batch, /reset, /step, /ws and /mcp — each of them re
 game, so each could serve as an answer oracle. Open: what an agent may read anyway (/episodes/{id}, /tasks,
 /manifest, /metadata, /schema, /state, /health) and the API docs. A request without the right token gets
 401 with a `WWW-Authenticate: Bearer` header (RFC 6750); a WebSocket handshake is refused (403). The token
-is compared in constant time and is never logged or echoed.
+is compared in constant time and is never logged or echoed. The package's own clients (reward_api.inference,
+reward_api.baselines) send it from the same variable, so they work against a server that requires it.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import os
 
 TOKEN_ENV = "CONTEXTCORRUPTION_API_TOKEN"
 SCHEME_NAME = "bearerAuth"
@@ -22,6 +24,12 @@ OPEN_PREFIXES = ("/episodes/", "/docs/")
 
 def needs_token(path: str) -> bool:
     return path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES)
+
+
+def client_headers() -> dict[str, str]:
+    """What a client sends: `Authorization: Bearer $CONTEXTCORRUPTION_API_TOKEN`, or nothing when it is unset."""
+    token = os.environ.get(TOKEN_ENV)
+    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def presented(headers: list[tuple[bytes, bytes]]) -> bytes | None:

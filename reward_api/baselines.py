@@ -5,7 +5,8 @@
 Every episode is started with POST /reset (the agents see only that observation); the majority agent
 then plays it with POST /step and the state token, and every agent's submissions are scored in bulk
 with POST /score/batch (the /step rewards must equal the batch's, or the run stops). Without --url the
-script serves --data itself on a free loopback port. The agents are those of `reward_api.agents`; the oracle
+script serves --data itself on a free loopback port. With CONTEXTCORRUPTION_API_TOKEN set, every request carries it
+as a bearer token (the server it starts requires it then too). The agents are those of `reward_api.agents`; the oracle
 reads the answer and the corrupt ids from the dataset files (hidden columns).
 
 The success thresholds it reports are the tiers' of `reward_api.tasks.task_list`, measured in-process on
@@ -31,6 +32,7 @@ import pyarrow.parquet as pq
 from pipeline.schema import TASKS
 from pipeline.writer import write_text_atomic
 from reward_api.agents import AGENTS, Submission, oracle_submission, random_submissions, reader_submissions
+from reward_api.auth import client_headers
 from reward_api.localserver import Served, local_server
 from reward_api.metrics import summarize, table
 from reward_api.store import EpisodeStore, read_manifest
@@ -109,7 +111,7 @@ def run(data: Path, url: str | None, split: str, episodes: int, seed: int) -> di
     ids = episode_ids(data, split, episodes)
     hidden = truth(data, split, ids)
     server = local_server(data) if url is None else nullcontext(Served(url.rstrip("/"), 0, 0.0))
-    with server as served, httpx.Client(base_url=served.url, timeout=60) as client:
+    with server as served, httpx.Client(base_url=served.url, timeout=60, headers=client_headers()) as client:
         try:
             params_hash = client.get("/manifest").raise_for_status().json()["params_hash"]
         except httpx.HTTPError as exc:

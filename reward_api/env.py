@@ -2,7 +2,8 @@
 
 Built fresh for every HTTP request (OpenEnv's create_app does that), so construction costs nothing:
 the store and the token signer live in a shared `Backend`. Over HTTP the game state arrives in the
-signed state_token of each action; over /ws the instance keeps it between messages.
+signed state_token of each action; over /ws the instance keeps it between messages (a token sent there must be
+its current state, and a finished game takes no step until the next reset).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
 from pipeline.randomness import integers
-from reward_api.game import GameState, MoveError, Outcome, apply
+from reward_api.game import EpisodeOver, GameState, MoveError, Outcome, apply
 from reward_api.models import (
     ContextCorruptionAction,
     ContextCorruptionObservation,
@@ -81,17 +82,36 @@ class ContextCorruptionEnv(Environment[ContextCorruptionAction, ContextCorruptio
         return self._observe(outcome)
 
     def _current(self, token: str | None) -> GameState:
-        if token is None:
-            if self._game is None:
+        """The state an action applies to: over HTTP the token's; in a session (/ws) the session's own."""
+        if self._game is None:
+            if token is None:
                 raise MoveError(
                     "state_token is required over HTTP: send the one from the last /reset or /step "
                     "(over /ws, reset first)"
                 )
-            return self._game
+            return self._backend.signer.verify(token)
+        return self._session_state(token)
+
+    def _session_state(self, token: str | None) -> GameState:
+        """The session's game; a token, optional here, must be its current state.
+
+        An older token (the reset's, say) once replayed the game from that point, so a finished episode could be
+        submitted again with another answer; now a finished game takes no step until the next reset.
+        """
+        game = self._game
+        if game.done:
+            raise EpisodeOver(f"episode {game.episode_id} is over; reset to play again")
+        if token is None:
+            return game
         state = self._backend.signer.verify(token)
-        if self._game is not None and state.episode_id != self._game.episode_id:
+        if state.episode_id != game.episode_id:
             raise TokenError(
-                f"state_token belongs to episode {state.episode_id}, this session plays {self._game.episode_id}"
+                f"state_token belongs to episode {state.episode_id}, this session plays {game.episode_id}"
+            )
+        if state != game:
+            raise TokenError(
+                "state_token is not this session's current state (an older one?): send the token of the last "
+                "observation, or none (the session keeps the state)"
             )
         return state
 

@@ -1,7 +1,10 @@
 """Error responses: every failure is a 4xx whose `detail` says what is wrong, and is always valid JSON.
 
 FastAPI's stock handlers echo the offending input back, so a NaN in a body became a 500 while the
-error was being encoded; here inputs that JSON cannot carry are echoed as their repr.
+error was being encoded; here inputs that JSON cannot carry are echoed as their repr. A body FastAPI's json.loads
+fails on with an interpreter error rather than a JSON syntax error (deep nesting, a 5,000-digit integer, bytes that
+are not UTF-8) got a bare 400 "There was an error parsing the body"; it is a 422 naming the problem, as every other
+unparsable body is.
 """
 
 from __future__ import annotations
@@ -76,12 +79,35 @@ def _handler(status: int | None):
     return handle
 
 
+def _unparsable(exc: ValueError | RecursionError) -> str:
+    """What json.loads could not take, in the client's terms (the interpreter's advice to itself dropped)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start})"
+    return str(exc).split(";")[0]
+
+
+def _http_handler():
+    generic = _handler(None)
+
+    async def handle(request: Request, exc: HTTPException) -> JSONResponse:
+        cause = exc.__cause__
+        if exc.status_code == 400 and isinstance(cause, ValueError | RecursionError):  # FastAPI's body parsing
+            problem = f"Invalid JSON: {_unparsable(cause)}"
+            error = {"type": "json_invalid", "loc": ["body"], "msg": problem, "input": None}
+            return JSONResponse({"detail": [error]}, status_code=422)
+        return await generic(request, exc)
+
+    return handle
+
+
 def install_error_handlers(app: FastAPI) -> None:
     for exc_type, status in DOMAIN_STATUS:
         app.add_exception_handler(exc_type, _handler(status))
     app.add_exception_handler(RequestValidationError, _handler(422))
     app.add_exception_handler(ValidationError, _handler(422))
-    app.add_exception_handler(HTTPException, _handler(None))
+    app.add_exception_handler(HTTPException, _http_handler())
 
 
 def document_errors(spec: dict) -> None:

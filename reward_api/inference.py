@@ -3,18 +3,22 @@
 `python -m reward_api.inference [--url URL] [--tasks easy,hard] [--episodes 1] [--split test] [--seed 0] [--heuristic]`
 
 The model is reached with the `openai` client: API_BASE_URL (default the Hugging Face router), MODEL_NAME and
-HF_TOKEN (the API key). `--heuristic` plays the majority-vote reader instead (`heuristics.read`: flag the
-documents that do not state the majority answer, then submit it) and needs no key. Each episode starts with
-POST /reset (a seed, the split and the task) and every action goes to POST /step with the state token.
+HF_TOKEN (the API key); a server started with CONTEXTCORRUPTION_API_TOKEN gets it from the same variable as a
+bearer token (environment only, like the server's, so it never shows on a command line). `--heuristic` plays the
+majority-vote reader instead (`heuristics.read`: flag the documents that do not state the majority answer, then
+submit it) and needs no key. Each episode starts with POST /reset (a seed, the split and the task) and every action
+goes to POST /step with the state token.
 Stdout carries exactly the lines OpenEnv evaluators read, one [START], a [STEP] per action, one [END]:
 
     [START] task=<task> env=<env name> model=<model>
     [STEP] step=<n> action=<action> reward=<0.00> done=<true|false> error=<msg|null>
     [END] success=<true|false> steps=<n> score=<score> rewards=<r1,r2,...>
 
-`score` is the episode's reward; `success` means it reached the task's threshold from GET /tasks. A reply
-that is not a valid action, or an action the server refuses, is a [STEP] with its error and no budget spent;
-a model that has not submitted after the budget plus a few retries submits an empty answer.
+`score` is the episode's reward; `success` means it ended and reached the task's threshold from GET /tasks. A
+reply that is not a valid action, or an action the server refuses as invalid (422), is a [STEP] with its error and
+no budget spent; a model that has not submitted after the budget plus a few retries submits an empty answer, once.
+Any other refusal (403 when the server holds no answers for the split, 404, 409) is a [STEP] with its error followed
+by the episode's [END] with success=false.
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ from collections.abc import Callable
 
 import httpx
 
+from reward_api.auth import client_headers
 from reward_api.heuristics import read
 
 DEFAULT_API_BASE_URL = "https://router.huggingface.co/v1"
 DEFAULT_MODEL = "Qwen/Qwen2.5-72B-Instruct"
 EXTRA_TURNS = 3  # invalid replies tolerated beyond the budget before the episode is closed
+GIVE_UP = {"action_type": "submit_answer", "answer": "", "confidence": 0.0}  # what the budget rule would submit
 SYSTEM_PROMPT = """You answer a question from 8 retrieved documents; some documents are deliberately corrupted.
 Reply with exactly one JSON action per turn, nothing else:
   {"action_type": "flag_suspicious", "doc_id": <0-7>}   mark a document as corrupted
@@ -126,23 +132,38 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:300]
 
 
+def _refusal(response: httpx.Response) -> str:
+    """Why the server refused a step, on one line: its `detail`, or the status and body when that is not JSON (a
+    proxy's error page)."""
+    try:
+        detail = response.json()["detail"]
+    except (ValueError, KeyError, TypeError):
+        detail = f"HTTP {response.status_code}: {response.text}"
+    return _one_line(str(detail))
+
+
 def play_episode(env: httpx.Client, policy: Policy, reset: dict, threshold: float, label: dict) -> float:
-    """One episode, printing [START], a [STEP] per action and [END]; returns the episode's reward."""
+    """One episode, printing [START], a [STEP] per action and [END]; returns the episode's reward.
+
+    The policy gets at most the budget plus EXTRA_TURNS turns, then the empty answer is submitted, once, whatever
+    the server says. A refused action (422) costs a turn; any other refusal (403 for a split the server cannot
+    score, 404, 409, 401) ends the episode unsuccessfully at once: asking again gets the same answer.
+    """
     print(f"[START] task={label['task']} env={label['env']} model={label['model']}", flush=True)
     observation = _observed(env.post("/reset", json=reset).raise_for_status().json())
     rewards: list[float] = []
     turns = observation["budget_remaining"] + EXTRA_TURNS
-    while not observation["done"]:
+    fatal = False
+    while not (observation["done"] or fatal or len(rewards) > turns):
         try:
-            action = parse_action(policy(observation)) if len(rewards) < turns else None
+            action = parse_action(policy(observation)) if len(rewards) < turns else GIVE_UP
         except ValueError as exc:
             rewards.append(0.0)
             print(f"[STEP] step={len(rewards)} action=invalid reward=0.00 done=false error={_one_line(str(exc))}")
             continue
-        if action is None:  # out of turns: close the episode as the budget rule would
-            action = {"action_type": "submit_answer", "answer": "", "confidence": 0.0}
         response = env.post("/step", json={"action": {**action, "state_token": observation["state_token"]}})
-        error = None if response.status_code == 200 else _one_line(str(response.json().get("detail")))
+        error = None if response.status_code == 200 else _refusal(response)
+        fatal = response.status_code not in (200, 422)
         if error is None:
             observation = _observed(response.json())
         reward = float(observation["reward"] or 0.0) if error is None else 0.0
@@ -154,8 +175,9 @@ def play_episode(env: httpx.Client, policy: Policy, reset: dict, threshold: floa
             flush=True,
         )
     score = rewards[-1]
+    success = observation["done"] and score >= threshold
     listed = ",".join(f"{r:.2f}" for r in rewards)
-    print(f"[END] success={_flag(score >= threshold)} steps={len(rewards)} score={score:.2f} rewards={listed}")
+    print(f"[END] success={_flag(success)} steps={len(rewards)} score={score:.2f} rewards={listed}")
     return score
 
 
@@ -169,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heuristic", action="store_true", help="play the majority-vote reader; no model needed")
     args = parser.parse_args(argv)
     model = "heuristic" if args.heuristic else os.environ.get("MODEL_NAME", DEFAULT_MODEL)
-    with httpx.Client(base_url=args.url.rstrip("/"), timeout=120) as env:
+    with httpx.Client(base_url=args.url.rstrip("/"), timeout=120, headers=client_headers()) as env:
         try:
             thresholds = {t["name"]: t["success_threshold"] for t in env.get("/tasks").raise_for_status().json()}
         except httpx.HTTPError as exc:

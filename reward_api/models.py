@@ -13,19 +13,11 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag
 from pydantic_core import PydanticCustomError
 
 from pipeline.schema import MAX_BUDGET, NUM_DOCS, SPLITS, TASKS
-from reward_api.game import ACTION_TYPES, MAX_ANSWER_CHARS, Move, MoveError, check_move
+from reward_api.game import ACTION_TYPES, Move, MoveError, check_move
 from reward_api.scoring import REWARD_VERSION, Breakdown
+from reward_api.submission import Answer, Closed, Confidence, DocId, EpisodeId, SubmissionIn
 
 ActionType = Literal[ACTION_TYPES]  # type: ignore[valid-type]
-# Strict: true/false or 2.0 are not ids, and false is not a confidence.
-DocId = Annotated[int, Field(strict=True, ge=0, le=NUM_DOCS - 1, description=f"Document id, 0..{NUM_DOCS - 1}")]
-EpisodeId = Annotated[
-    int, Field(strict=True, ge=0, description="Global episode id (see GET /manifest for the ranges)")
-]
-Confidence = Annotated[
-    float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False, description="Confidence in the answer")
-]
-Answer = Annotated[str, Field(max_length=MAX_ANSWER_CHARS, description="The final answer")]
 MAX_BATCH = 8192
 MAX_ID_DIGITS = len(str(2**63 - 1))  # a longer decimal string names no episode
 
@@ -34,10 +26,6 @@ def _invalid(kind: str, message: str) -> PydanticCustomError:
     """A validation error whose context holds only text: a ValueError's context holds the exception itself, which
     the WebSocket session cannot serialise (it closed the session instead of reporting the error)."""
     return PydanticCustomError(kind, "{reason}", {"reason": message})
-
-
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class _MoveFields(BaseModel):
@@ -108,7 +96,7 @@ class ContextCorruptionState(State):
     done: bool = False
 
 
-class ResetBody(_Closed):
+class ResetBody(Closed):
     """POST /reset: an episode by id, or a seed mapped deterministically to an episode of a split (and task).
 
     A split or task sent with an episode_id must be that episode's (else 404): it is never silently ignored."""
@@ -155,28 +143,11 @@ class EpisodeView(BaseModel):
     max_budget: int
 
 
-class SubmissionIn(_Closed):
-    """A one-shot submission: the trace "flag each id, then submit" (one action per distinct flagged id, plus the
-    submission, at most the budget)."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [{"episode_id": 0, "answer": "Paris", "flagged_ids": [2, 5], "confidence": 0.8}]
-        }
-    )
-    episode_id: EpisodeId
-    answer: Answer
-    flagged_ids: list[DocId] = Field(
-        default_factory=list, max_length=NUM_DOCS, description="Documents flagged as corrupt"
-    )
-    confidence: Confidence
-
-
-class TraceAction(_MoveFields, _Closed):
+class TraceAction(_MoveFields, Closed):
     """One action of a trace."""
 
 
-class TraceIn(_Closed):
+class TraceIn(Closed):
     """A whole episode as actions; it must end with submit_answer or use up the budget."""
 
     model_config = ConfigDict(
@@ -206,7 +177,7 @@ ScoreIn = Annotated[
 ]
 
 
-class BatchIn(_Closed):
+class BatchIn(Closed):
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [

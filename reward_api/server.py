@@ -16,8 +16,10 @@ from fastapi import Body, FastAPI, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.routing import APIRoute
 from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
 from openenv.core.env_server.serialization import serialize_observation
-from openenv.core.env_server.types import ResetResponse
+from openenv.core.env_server.types import ConcurrencyConfig, ResetResponse
+from pydantic_core import from_json
 from starlette.routing import Route
 
 from reward_api.auth import BearerAuth, document_security
@@ -25,7 +27,7 @@ from reward_api.env import ENV_NAME, Backend, ContextCorruptionEnv
 from reward_api.errors import document_errors, install_error_handlers
 from reward_api.game import MoveError, play
 from reward_api.keys import GroundTruthMissing
-from reward_api.limits import BodySizeLimit, WebSocketObjects
+from reward_api.limits import BodySizeLimit, JsonBodies, WebSocketObjects
 from reward_api.models import (
     BatchIn,
     BatchOut,
@@ -45,6 +47,10 @@ from reward_api.tasks import BackgroundTiers
 from reward_api.views import ViewCache
 
 MAX_SESSIONS = 256
+# Seconds without a message after which OpenEnv's reaper frees a session's slot (also CONTEXTCORRUPTION_SESSION_TIMEOUT
+# in reward_api.__main__, which repeats the default: importing this module there would import openenv too early).
+SESSION_TIMEOUT_S = 300.0
+SESSION_METHODS = "openenv/session/"
 # Its nested models are referenced as OpenAPI components (added to the spec by `_batch_components`).
 BATCH_SCHEMA = BatchIn.model_json_schema(ref_template="#/components/schemas/{model}")
 BATCH_DEFS = BATCH_SCHEMA.pop("$defs")
@@ -125,6 +131,42 @@ def _document_step(app: FastAPI) -> None:
             route.openapi_extra = {"requestBody": {"content": {"application/json": {"examples": STEP_EXAMPLES}}}}
 
 
+def _rpc_call(body: bytes) -> dict:
+    """The JSON-RPC request in a /mcp body, or {} when it is none (OpenEnv's handler then says what is wrong)."""
+    try:
+        call = from_json(body)
+    except ValueError:
+        return {}
+    return call if isinstance(call, dict) else {}
+
+
+def _refuse_mcp_sessions(app: FastAPI) -> None:
+    """OpenEnv's POST /mcp opens a session on `openenv/session/create` that holds one of the MAX_SESSIONS slots
+    until it is closed: 256 plain HTTP calls, no connection held, locked every /ws client out. Such sessions carry
+    MCP tools over HTTP; this environment has none (it plays over /ws, or /reset and /step), so every
+    openenv/session/* method is refused with a JSON-RPC error. Other methods reach OpenEnv's handler as before."""
+    route = next(r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/mcp")
+    app.router.routes.remove(route)
+    forward = route.endpoint
+
+    async def mcp_endpoint(request: Request) -> dict:
+        """OpenEnv's MCP JSON-RPC endpoint. This environment has no MCP tools (`tools/list` says so), and the
+        `openenv/session/*` methods are refused (-32601): play over /ws, or /reset and /step."""
+        call = _rpc_call(await request.body())
+        method = call.get("method")
+        if not (isinstance(method, str) and method.startswith(SESSION_METHODS)):
+            return await forward(request)
+        request_id = call.get("id")
+        return JsonRpcResponse.error_response(
+            JsonRpcErrorCode.METHOD_NOT_FOUND,
+            f"{method} is not offered: this environment has no MCP tools, so it keeps no MCP sessions; play over /ws "
+            "(one session per connection) or /reset and /step with the state_token",
+            request_id=request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None,
+        ).model_dump()
+
+    app.add_api_route("/mcp", mcp_endpoint, methods=["POST"], tags=route.tags, summary="MCP JSON-RPC")
+
+
 def _drop_task_api(app: FastAPI) -> None:
     """OpenEnv's optional Task API (/{env_name}/splits, /tasks, ...) answers 501 for an environment without a
     task provider; episodes are found by /manifest's id ranges and /reset's split, task and seed instead."""
@@ -195,7 +237,8 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
         openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": BATCH_SCHEMA}}}},
     )
     async def score_batch(request: Request) -> Response:
-        """Up to 8,192 submissions or traces (a GRPO group or more); each episode is looked up once.
+        """Up to 8,192 submissions or traces in a body of at most 1 MiB (a GRPO group or more); each episode is looked
+        up once.
 
         The body is validated straight from its bytes by pydantic's JSON parser (twice as fast as FastAPI's
         parse-then-validate at 1,024 items); the schema and the errors are the same.
@@ -218,10 +261,12 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
         return store.manifest.model_dump(mode="json")
 
 
-def build_app(backend: Backend, api_token: str | None = None) -> FastAPI:
+def build_app(backend: Backend, api_token: str | None = None, session_timeout: float = SESSION_TIMEOUT_S) -> FastAPI:
     """The whole server for one dataset; `app.state.backend` gives later routes the store and signer.
 
-    With `api_token`, the routes that play or score need it as a bearer token (see reward_api.auth).
+    With `api_token`, the routes that play or score need it as a bearer token (see reward_api.auth). A session
+    (a /ws connection) that sends nothing for `session_timeout` seconds no longer holds one of the MAX_SESSIONS
+    slots: OpenEnv's reaper frees it (the connection stays open and keeps its game).
     """
     app = create_app(
         env=functools.partial(ContextCorruptionEnv, backend),
@@ -229,15 +274,17 @@ def build_app(backend: Backend, api_token: str | None = None) -> FastAPI:
         observation_cls=ContextCorruptionObservation,
         state_cls=ContextCorruptionState,
         env_name=ENV_NAME,
-        max_concurrent_envs=MAX_SESSIONS,
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=MAX_SESSIONS, session_timeout=session_timeout),
     )
     app.title = "ContextCorruption reward API"
     app.state.backend = backend
     _replace_reset(app, backend)
     _document_step(app)
     _drop_task_api(app)
+    _refuse_mcp_sessions(app)
     _add_routes(app, backend)
     install_error_handlers(app)
+    app.add_middleware(JsonBodies)  # inside BodySizeLimit, which hands it each body whole
     app.add_middleware(BodySizeLimit)
     app.add_middleware(WebSocketObjects)
     patches = [_batch_components, document_errors]

@@ -7,6 +7,7 @@ message naming the key.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -29,6 +30,9 @@ def _yaml_float(value: object) -> object:
 
 
 Float = Annotated[float, BeforeValidator(_yaml_float)]
+# The packages transformers looks for before it reports to each tracker (any one of them will do).
+TRACKER_PACKAGES = {"wandb": ("wandb",), "tensorboard": ("tensorboard", "tensorboardX"), "trackio": ("trackio",)}
+REPORT_TO = ("none", *TRACKER_PACKAGES)
 
 
 class _Section(BaseModel):
@@ -62,9 +66,14 @@ class TrainParams(_Section):
     mode: Literal["oneshot", "tools"] = "oneshot"
     max_steps: int = Field(gt=0, description="Optimizer steps; required because a stream has no length")
     output_dir: str = Field("models/grpo", min_length=1)
-    report_to: Literal["none", "wandb", "tensorboard", "trackio"] = "none"
+    resume_from_checkpoint: bool | Annotated[str, Field(min_length=1)] = Field(
+        False, description="true: continue from the latest checkpoint-* in output_dir; or a checkpoint folder"
+    )
+    report_to: Literal[REPORT_TO] = "none"  # type: ignore[valid-type]
     load_in_4bit: bool = True
-    max_seq_length: int = Field(4096, gt=0, description="Unsloth context length (prompt + completion)")
+    max_seq_length: int = Field(
+        4096, gt=0, description="Unsloth only: the context length (prompt + completion) it loads the model for"
+    )
     lora: LoraParams = Field(default_factory=LoraParams)
     learning_rate: Float = Field(5e-5, gt=0)
     num_generations: int = Field(8, ge=2)
@@ -80,15 +89,31 @@ class TrainParams(_Section):
         0.0, ge=0.0, description="Weight of the format reward in the total; it is logged even at 0"
     )
 
+    @field_validator("report_to")
+    @classmethod
+    def _tracker_installed(cls, value: str) -> str:
+        """transformers would fail only once the model is loaded, with a traceback."""
+        packages = TRACKER_PACKAGES.get(value, ())
+        if packages and not any(importlib.util.find_spec(name) for name in packages):
+            raise ValueError(f"{value} is not installed (pip install {packages[0]}), or set it to none")
+        return value
+
     @model_validator(mode="after")
     def _groups_fit(self) -> TrainParams:
-        # TRL's rule, checked before any model loads: a generation batch (every process's) holds whole groups.
-        processes = world_size()
-        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps * processes
+        # Each process generates for the rows it streams (its own shard files), and TRL groups the gathered rewards
+        # by num_generations in process order: a process's generation batch must hold whole groups, or a group would
+        # span two processes and two episodes. With one process this is TRL's own rule.
+        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
         if batch % self.num_generations:
             raise ValueError(
-                f"per_device_train_batch_size × gradient_accumulation_steps × processes (WORLD_SIZE {processes}) "
-                f"= {batch} must be a multiple of num_generations ({self.num_generations})"
+                f"per_device_train_batch_size × gradient_accumulation_steps = {batch} must be a multiple of "
+                f"num_generations ({self.num_generations}): each process (WORLD_SIZE {world_size()}) generates "
+                "whole groups for the episodes it streams"
+            )
+        if self.max_completion_length >= self.max_seq_length:
+            raise ValueError(
+                f"max_completion_length ({self.max_completion_length}) must be less than max_seq_length "
+                f"({self.max_seq_length}), which also holds the prompt"
             )
         if self.mode == "tools" and self.format_reward_weight:
             raise ValueError("format_reward_weight applies to mode oneshot only (tool calls have no reply format)")
@@ -96,7 +121,7 @@ class TrainParams(_Section):
 
 
 def world_size() -> int:
-    """The process count that accelerate launch and torchrun set (1 when unset); it sizes a generation batch."""
+    """The process count that accelerate launch and torchrun set (1 when unset)."""
     value = os.environ.get("WORLD_SIZE", "1")
     if not re.fullmatch(r"[0-9]+", value) or int(value) < 1:
         raise ParamsError(f"WORLD_SIZE: must be a whole number >= 1 (the process count), got {value!r}")

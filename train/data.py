@@ -2,11 +2,12 @@
 
 Rows are stored in a random order already (every episode is an independent draw), so the stream
 is read front to back with no shuffle buffer. On several processes GRPOTrainer's accelerate splits
-the stream itself: with at least as many shards as processes each rank reads its own shard files
-(`IterableDataset.shard`, what `split_dataset_by_node` does for a divisible shard count), otherwise
-each rank takes its slice of every batch. Splitting here as well would split twice, so the stream
-handed to the trainer is the whole split; a shard count that is a multiple of the GPU count streams
-evenly.
+the stream itself: with at least as many shard files as processes each rank reads its own block of
+files (`IterableDataset.shard`) and generates for its own episodes, so one rank's generation batch
+must hold whole GRPO groups (`train.config` checks it); otherwise each rank takes its slice of every
+batch. Splitting here as well would split twice, so the stream handed to the trainer is the whole
+split. With a file count that is a multiple of the process count every rank reads as many files, and
+two ranks' row-group counts differ by at most one per file (the build spreads row groups evenly).
 """
 
 from __future__ import annotations

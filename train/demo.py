@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,11 @@ def sft(base: Path, rows: list[dict[str, Any]], params: DemoParams, out: Path) -
 
 
 def grpo(model: Path, params: DemoParams, out: Path) -> Path:
-    """GRPO from the warm-started model, through the product's own entry point and params file."""
+    """GRPO from the warm-started model, through the product's own entry point and params file. An earlier demo's
+    GRPO output is removed first: its checkpoints belong to another warm start, and train.grpo would refuse them."""
     from train.grpo import main
+
+    shutil.rmtree(out / "grpo", ignore_errors=True)
 
     section = {
         "model": str(model),

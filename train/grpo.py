@@ -1,7 +1,8 @@
 """`python -m train.grpo [--params FILE]`: GRPO training from the `train:` section of a params file.
 
 Multi-GPU: `accelerate launch -m train.grpo --params FILE`; the trainer gives each rank its own shard
-files. The params are validated, and the data opened, before any model is loaded.
+files. The params are validated (and `output_dir` checked for a run to resume or not to overwrite), and
+the data opened, before any model is loaded.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         params = load_train_params(args.params)
+        unsloth = import_unsloth_first()
+        from train.trainer import checkpoint_to_resume, train
+
+        resume = checkpoint_to_resume(params)
     except ParamsError as err:
         parser.exit(2, f"error: {err}\n")
-    unsloth = import_unsloth_first()
     from train.backend import load_policy
     from train.data import stream_episodes
-    from train.trainer import train
 
     try:  # datasets: no data files, no such split, a hidden split; OSError: ConnectionError, a Hub it cannot reach
         stream = stream_episodes(params.data, params.split, revision=params.revision)
@@ -46,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         parser.exit(2, f"error: train.model {params.model!r}: {one_line(err)}\n")
     logger.info("backend %s, mode %s, model %s, data %s", policy.backend, params.mode, params.model, params.data)
-    history = train(params, policy, stream)
+    history = train(params, policy, stream, resume)
     del stream
     gc.collect()  # the half-read stream's Parquet scanner must go while Arrow is alive (see train.data.head)
     logger.info("done: %d log entries, outputs in %s (unsloth: %s)", len(history), params.output_dir, unsloth)

@@ -1,9 +1,12 @@
-"""Completion → submission → reward, with the server's own scoring function (`reward_api.scoring`).
+"""Completion → submission → reward, with the server's own submission rules and scoring function.
 
-Parsing never raises: a completion that is malformed, truncated, oversized or hostile becomes the
-empty submission (no answer, no flags, confidence 0), which the reward scores like any other.
-The reward functions follow TRL's contract, `f(completions, **columns) -> list[float]`, where the
-hidden ground-truth columns of the episode arrive as keyword lists.
+A completion's JSON submission is validated by the model `POST /score` validates with
+(`reward_api.submission.SubmissionIn`) and scored by `reward_api.scoring`, so training rewards exactly what
+the server would return. Parsing never raises: a completion that is malformed, truncated, oversized or
+hostile, or that the server would refuse, becomes the empty submission (no answer, no flags,
+confidence 0), which the reward scores like any other. The reward functions follow TRL's contract,
+`f(completions, **columns) -> list[float]`, where the hidden ground-truth columns of the episode arrive
+as keyword lists.
 """
 
 from __future__ import annotations
@@ -11,44 +14,35 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from statistics import fmean
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+from pydantic import ValidationError
 
-from pipeline.schema import NUM_DOCS
-from reward_api.game import MAX_ANSWER_CHARS
 from reward_api.scoring import Breakdown, EpisodeKey, score_submission_key
+from reward_api.submission import SubmissionIn
 
 # Longer completions are not searched: scanning them costs more than they could be worth.
 MAX_COMPLETION_CHARS = 32_768
 # At most this many "{" positions are tried as the start of a JSON object.
 MAX_JSON_CANDIDATES = 64
+# The reply carries no episode id (one it writes is replaced): the trainer knows the row's, any valid id stands in.
+_ROW_ID = 0
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _DECODER = json.JSONDecoder()
 
 
-class Submission(BaseModel):
-    """A one-shot submission; extra keys in the model's JSON are ignored."""
+@dataclass(frozen=True)
+class Submission:
+    """A submission as scored: flagged ids sorted, duplicates as one flag (as scoring counts them)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
-
-    answer: Annotated[StrictStr, Field(max_length=MAX_ANSWER_CHARS)]
-    flagged_ids: tuple[Annotated[int, Field(ge=0, lt=NUM_DOCS)], ...] = ()
-    confidence: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 0.0
-
-    @field_validator("flagged_ids", mode="before")
-    @classmethod
-    def _ids(cls, value: Any) -> Any:
-        # JSON gives a list; duplicates are one flag.
-        if not isinstance(value, list | tuple):
-            raise ValueError("flagged_ids must be a list of document ids")
-        if any(isinstance(v, bool) for v in value):
-            raise ValueError("flagged_ids must hold integers, not booleans")
-        return tuple(sorted(set(value))) if all(isinstance(v, int) for v in value) else tuple(value)
+    answer: str
+    flagged_ids: tuple[int, ...] = ()
+    confidence: float = 0.0
 
 
-EMPTY_SUBMISSION = Submission(answer="", flagged_ids=(), confidence=0.0)
+EMPTY_SUBMISSION = Submission(answer="")
 
 
 def strip_thinking(text: str) -> str:
@@ -74,17 +68,26 @@ def _json_objects(text: str) -> Iterable[dict]:
         pos = text.find("{", end)
 
 
+def _accepted(obj: dict) -> Submission | None:
+    """The submission the server makes of this JSON object sent with the row's episode id, or None if it refuses it
+    (a missing answer or confidence, an extra key, a value out of range...)."""
+    try:
+        item = SubmissionIn.model_validate({**obj, "episode_id": _ROW_ID})
+    except ValidationError:
+        return None
+    return Submission(item.answer, tuple(sorted(set(item.flagged_ids))), item.confidence)
+
+
 def parse_completion(text: str) -> tuple[Submission, bool]:
-    """The last valid submission in the text and whether it had all three keys; else (EMPTY_SUBMISSION, False)."""
+    """The last submission in the text the server accepts, and whether it had all three keys;
+    else (EMPTY_SUBMISSION, False)."""
     if not isinstance(text, str) or len(text) > MAX_COMPLETION_CHARS:
         return EMPTY_SUBMISSION, False
     found: tuple[Submission, bool] = (EMPTY_SUBMISSION, False)
     for obj in _json_objects(strip_thinking(text)):
-        try:
-            submission = Submission.model_validate(obj)
-        except ValidationError:
-            continue
-        found = (submission, {"answer", "flagged_ids", "confidence"} <= obj.keys())
+        submission = _accepted(obj)
+        if submission is not None:
+            found = (submission, {"answer", "flagged_ids", "confidence"} <= obj.keys())
     return found
 
 
@@ -120,6 +123,13 @@ def episode_reward(
 def format_reward(completions: list, **kwargs: Any) -> list[float]:
     """1.0 when the completion holds a valid submission with all three keys, else 0.0."""
     return [float(parse_completion(completion_text(c))[1]) for c in completions]
+
+
+def environment_reward(environments: Sequence[Any], **kwargs: Any) -> list[float]:
+    """Tool mode: the reward each rollout's environment (`train.tools`) scored, its parts logged as in one-shot."""
+    breakdowns = [env.breakdown for env in environments]
+    _log_parts(breakdowns, kwargs.get("log_metric"))
+    return [b["total"] for b in breakdowns]
 
 
 def _log_parts(breakdowns: Sequence[Breakdown], log_metric: Callable[[str, float], None] | None) -> None:

@@ -60,10 +60,7 @@ class Rollout:
             elif move.action_type == "unflag_doc":
                 flagged.discard(move.doc_id)
         last = self.moves[-1] if self.submitted else Move("submit_answer", None, "", 0.0)
-        # Not validated: the game accepts any answer string, so neither do the metrics.
-        submission = Submission.model_construct(
-            answer=last.answer, flagged_ids=tuple(sorted(flagged)), confidence=last.confidence
-        )
+        submission = Submission(last.answer, tuple(sorted(flagged)), last.confidence)
         return Scored(self.row, submission, self.submitted, self.breakdown)
 
 

@@ -2,10 +2,11 @@
 
 Its public methods are the four actions of DESIGN §5 (TRL turns their signatures and `Args:`
 docstrings into the tool schema); `reset(**row)` starts an episode from a dataset row and returns
-the observation; `get_reward()` is the reward. The rules (one budget per action, forced empty
-submission when the budget runs out) are the server's own state machine, `reward_api.game`, so a
-trace earns the same reward in training as through `/step`. An invalid action raises: TRL shows the
-error to the model, and nothing is charged.
+the observation; `breakdown` is the reward, which `train.rewards.environment_reward` hands to TRL
+with its parts logged (a `get_reward` method would be a second reward source, with no parts). The
+rules (one budget per action, forced empty submission when the budget runs out) are the server's own
+state machine, `reward_api.game`, so a trace earns the same reward in training as through `/step`.
+An invalid action raises: TRL shows the error to the model, and nothing is charged.
 """
 
 from __future__ import annotations
@@ -82,9 +83,6 @@ class ContextCorruptionEnv:
         if isinstance(confidence, bool) or not isinstance(confidence, int | float):
             raise ValueError(f"confidence must be a number from 0 to 1, got {confidence!r}")
         return self._play(Move("submit_answer", None, answer, float(confidence)))
-
-    def get_reward(self) -> float:
-        return self.breakdown["total"]
 
     @property
     def breakdown(self) -> Breakdown:

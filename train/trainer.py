@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from datasets import IterableDataset
+from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer
 from trl.chat_template_utils import qwen2_5_chat_template, supports_tool_calling
 
 from train.backend import Policy
-from train.config import TrainParams
+from train.config import ParamsError, TrainParams
 from train.data import grpo_rows
 from train.plots import write_curves
-from train.rewards import episode_reward, format_reward
+from train.rewards import environment_reward, episode_reward, format_reward
 from train.tools import ContextCorruptionEnv
 
 logger = logging.getLogger(__name__)
@@ -60,12 +61,11 @@ def ensure_tool_template(tokenizer: Any) -> None:
 
 def build_trainer(params: TrainParams, policy: Policy, stream: IterableDataset) -> GRPOTrainer:
     """`stream`: the raw episodes (`train.data.stream_episodes`), opened before the model is loaded."""
-    kwargs: dict[str, Any] = {}
     if params.mode == "tools":
         ensure_tool_template(policy.tokenizer)
-        kwargs["environment_factory"] = ContextCorruptionEnv
+        kwargs: dict[str, Any] = {"environment_factory": ContextCorruptionEnv, "reward_funcs": [environment_reward]}
     else:
-        kwargs["reward_funcs"] = [episode_reward, format_reward]
+        kwargs = {"reward_funcs": [episode_reward, format_reward]}
     return GRPOTrainer(
         model=policy.model,
         args=grpo_config(params, policy.config_overrides),
@@ -76,10 +76,34 @@ def build_trainer(params: TrainParams, policy: Policy, stream: IterableDataset) 
     )
 
 
-def train(params: TrainParams, policy: Policy, stream: IterableDataset) -> list[dict]:
-    """Train, then save the adapter, `log_history.json` and the curves in `output_dir`; returns the log history."""
+def checkpoint_to_resume(params: TrainParams) -> str | None:
+    """The checkpoint `train.resume_from_checkpoint` names (true: the latest in output_dir), None for a fresh run.
+
+    A fresh run over an output_dir that holds checkpoints is refused: it would restart at step 1 and overwrite them.
+    """
+    out, resume = params.output_dir, params.resume_from_checkpoint
+    latest = get_last_checkpoint(out) if Path(out).is_dir() else None
+    if resume is True:
+        if not latest:
+            raise ParamsError(f"train.resume_from_checkpoint: true, but train.output_dir {out} holds no checkpoint-*")
+        return latest
+    if resume:
+        if not (Path(resume) / "trainer_state.json").is_file():
+            raise ParamsError(f"train.resume_from_checkpoint: {resume} is not a checkpoint (no trainer_state.json)")
+        return resume
+    if latest:
+        raise ParamsError(
+            f"train.output_dir {out} already holds checkpoints (latest {latest}): set train.resume_from_checkpoint: "
+            "true to continue that run, or choose another train.output_dir"
+        )
+    return None
+
+
+def train(params: TrainParams, policy: Policy, stream: IterableDataset, resume: str | None = None) -> list[dict]:
+    """Train (from the `resume` checkpoint if given), then save the adapter, `log_history.json` and the curves in
+    `output_dir`; returns the log history."""
     trainer = build_trainer(params, policy, stream)
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume)
     out = Path(params.output_dir)
     trainer.save_model(str(out))
     history = trainer.state.log_history

@@ -15,7 +15,9 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from reward_api.auth import SCHEME_NAME, TOKEN_ENV
+from reward_api.baselines import main as baselines_main
 from reward_api.game import GameState
+from reward_api.inference import main as inference_main
 from reward_api.localserver import free_port, wait_healthy
 from reward_api.server import build_app
 from reward_api.tokens import TokenSigner
@@ -150,3 +152,21 @@ def test_a_state_token_signed_with_the_servers_secret_for_another_dataset_is_ref
     action = {"action_type": "read_doc", "doc_id": 0, "state_token": token}
     reply = http.post("/step", json={"action": action}, headers=GOOD)
     assert reply.status_code == 403 and "another server or dataset" in reply.json()["detail"]
+
+
+def test_the_inference_script_sends_the_token_from_the_environment(protected_url, monkeypatch, capsys):
+    """It sent no Authorization header: its first POST /reset got a 401 and the run died."""
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    assert inference_main(["--heuristic", "--url", protected_url, "--tasks", "easy", "--split", "validation"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("[START] task=easy") and lines[-1].startswith("[END] ")
+    assert all(line.endswith("error=null") for line in lines[1:-1]), lines
+
+
+def test_the_baselines_stage_sends_the_token_to_the_server_it_starts(served_dir, monkeypatch, tmp_path):
+    """local_server hands CONTEXTCORRUPTION_API_TOKEN to the server it starts, which then requires it: the stage's
+    client must send it too (it did not, and the stage failed with a 401 whenever the variable was set)."""
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    out = tmp_path / "baselines.json"
+    assert baselines_main(["--data", str(served_dir), "--episodes", "8", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["episodes"] == 8

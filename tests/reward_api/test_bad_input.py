@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import socket
 
@@ -133,6 +134,101 @@ def test_a_websocket_frame_that_is_json_but_no_object_is_refused_and_the_session
             assert reply["data"]["code"] == "INVALID_JSON" and reply["data"]["message"].startswith("Invalid JSON: ")
         ws.send(json.dumps({"type": "state"}))
         assert json.loads(ws.recv())["data"]["episode_id"] == "3"
+
+
+def test_a_websocket_frame_json_loads_would_fail_on_is_refused_and_the_session_goes_on(base_url):
+    """Deep nesting, a 5,000-digit integer or a lone surrogate (parsed, but then the reply could not be encoded)
+    ended the session with SESSION_ERROR, its game lost; the surrogate's submission had even been played."""
+    surrogate = {"type": "step", "data": {"action_type": "submit_answer", "answer": "\ud800", "confidence": 0.5}}
+    refused = {
+        "lone surrogate": json.dumps(surrogate),
+        "lone surrogate in a key": '{"type": "state", "\\udc00": 1}',
+        "5,000-digit integer": '{"type": "step", "data": {"action_type": "read_doc", "doc_id": ' + "9" * 5000 + "}}",
+        "deep nesting": '{"type": "step", "data": ' + "[" * 5000 + "]" * 5000 + "}",
+        "deep nesting, no object": "[" * 5000 + "]" * 5000,
+    }
+    # Within the limits: they reach the session, which refuses the action and goes on.
+    invalid = {
+        "4,300-digit integer": '{"type": "step", "data": {"action_type": "read_doc", "doc_id": ' + "9" * 4300 + "}}",
+        "150 levels": '{"type": "step", "data": {"action_type": "read_doc", "doc_id": ' + "[" * 150 + "]" * 150 + "}}",
+        "surrogate pair": json.dumps({**surrogate, "data": {**surrogate["data"], "answer": "\U0001f600", "x": 1}}),
+    }
+    with connect(base_url.replace("http://", "ws://") + "/ws", max_size=None) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"episode_id": 3}}))
+        ws.recv()
+        ws.send(json.dumps({"type": "step", "data": FLAG}))
+        ws.recv()
+        for name, frame in refused.items():
+            ws.send(frame)
+            reply = json.loads(ws.recv())["data"]
+            assert reply["code"] == "INVALID_JSON" and reply["message"].startswith("Invalid JSON: "), (name, reply)
+        for name, frame in invalid.items():
+            ws.send(frame)
+            assert json.loads(ws.recv())["data"]["code"] == "VALIDATION_ERROR", name
+        ws.send(json.dumps({"type": "state"}))
+        state = json.loads(ws.recv())["data"]
+        assert state["episode_id"] == "3" and state["flagged_ids"] == [1] and state["done"] is False
+
+
+BIG = b"9" * 5000
+DEEP = b"[" * 2000 + b"]" * 2000
+SUB_RAW = b'{"episode_id": 3, "answer": "a", "flagged_ids": [], "confidence": 0.5}'
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "needle"),
+    [
+        ("/score", SUB_RAW.replace(b"3", BIG, 1), "Exceeds the limit (4300 digits) for integer string conversion"),
+        ("/reset", b'{"episode_id": ' + BIG + b"}", "Exceeds the limit (4300 digits) for integer string conversion"),
+        ("/step", b'{"action": ' + DEEP + b"}", "nested too deeply"),
+        ("/score", SUB_RAW.replace(b'"a"', b'"\xff"'), "not UTF-8 (byte 0xff at offset 29)"),
+        ("/score/batch", b'{"submissions": [' + SUB_RAW.replace(b"3", BIG, 1) + b"]}", "number out of range"),
+        ("/score/batch", b'{"submissions": ' + DEEP + b"}", "recursion limit exceeded"),
+        ("/score/batch", b'{"submissions": [' + SUB_RAW.replace(b'"a"', b'"\xff"') + b"]}", "invalid unicode"),
+    ],
+    ids=["score-digits", "reset-digits", "step-nesting", "score-utf8", "batch-digits", "batch-nesting", "batch-utf8"],
+)
+def test_a_body_json_cannot_read_is_a_422_naming_the_problem(http, path, raw, needle):
+    """FastAPI answered these with a bare 400 "There was an error parsing the body"."""
+    reply = http.post(path, content=raw, headers={"content-type": "application/json"})
+    assert reply.status_code == 422, reply.text
+    (error,) = reply.json()["detail"]
+    assert error["type"] == "json_invalid" and error["msg"].startswith("Invalid JSON: ") and needle in error["msg"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("/score", SUB), ("/score/batch", {"submissions": [SUB]}), ("/reset", {"episode_id": 3}), ("/step", {})],
+)
+def test_every_json_route_takes_json_as_application_json_in_utf8_without_a_bom(http, path, body):
+    """/score skipped a text/plain body (422 "a valid dictionary") and decoded a BOM; /score/batch did the reverse."""
+    raw = json.dumps(body).encode()
+    for media in ("text/plain", "application/x-www-form-urlencoded", None):
+        reply = http.post(path, content=raw, headers={} if media is None else {"content-type": media})
+        assert reply.status_code == 415, (media, reply.text)
+        named = f"Content-Type {media}" if media else "no Content-Type"
+        assert reply.json()["detail"] == f"the body must be JSON sent as application/json; got {named}"
+    for encoded, needle in (
+        (codecs.BOM_UTF8 + raw, "starts with a UTF-8 byte order mark"),
+        (raw.decode().encode("utf-16"), "is UTF-16 or UTF-32"),
+        (raw.decode().encode("utf-16-le"), "is UTF-16 or UTF-32"),
+        (raw.decode().encode("utf-32"), "is UTF-16 or UTF-32"),
+    ):
+        reply = http.post(path, content=encoded, headers={"content-type": "application/json"})
+        assert reply.status_code == 422 and needle in reply.json()["detail"][0]["msg"], reply.text
+    if path.startswith("/score"):
+        for media in ("application/json; charset=utf-8", "application/vnd.api+json"):
+            assert http.post(path, content=raw, headers={"content-type": media}).status_code == 200, media
+
+
+def test_the_batch_limits_are_the_readmes(http):
+    """README: up to 8,192 submissions within 1 MiB: about 6,000 with 100-character answers, all 8,192 with answers of
+    up to 45 characters (the suite's ids are shorter than a large build's, which the README's figures allow for)."""
+    with_answer = [{**SUB, "answer": "x" * 100, "flagged_ids": [1, 2]}]
+    assert http.post("/score/batch", json={"submissions": with_answer * 6000}).status_code == 200
+    assert http.post("/score/batch", json={"submissions": with_answer * 8192}).status_code == 413
+    short = [{**with_answer[0], "answer": "x" * 45}]
+    assert http.post("/score/batch", json={"submissions": short * 8192}).status_code == 200
 
 
 def test_body_over_one_mib_is_413_declared_or_streamed(http, base_url):

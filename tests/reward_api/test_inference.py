@@ -8,16 +8,21 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
-from reward_api.env import ENV_NAME, seeded_episode
+from reward_api.env import ENV_NAME, Backend, seeded_episode
 from reward_api.inference import main, parse_action
 from reward_api.scoring import score_key
-from tests.reward_api.conftest import truth_key
+from reward_api.server import build_app
+from reward_api.store import EpisodeStore
+from reward_api.tokens import TokenSigner
+from tests.hiddenbuild import build_hidden
+from tests.reward_api.conftest import SECRET, serve, truth_key
 
 ROOT = Path(__file__).resolve().parents[2]
 START = re.compile(r"^\[START\] task=(\w+) env=(\S+) model=(\S+)$")
@@ -138,15 +143,20 @@ def test_model_that_never_submits_is_closed_with_an_empty_answer(base_url, monke
     assert END.match(out[-1]).group(2) == "12"
 
 
-def test_heuristic_mode_needs_no_key(base_url):
-    result = subprocess.run(
-        [sys.executable, "-m", "reward_api.inference", "--heuristic", "--url", base_url, "--episodes", "2"],
+def run_heuristic(url: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The inference script in heuristic mode against `url`, with no key and no token in its environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "reward_api.inference", "--heuristic", "--url", url, *args],
         cwd=ROOT,
         env={"PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
+
+
+def test_heuristic_mode_needs_no_key(base_url):
+    result = run_heuristic(base_url, "--episodes", "2")
     assert result.returncode == 0, result.stderr
     out = lines_of(result.stdout)
     assert len(out) == len(result.stdout.splitlines())  # nothing else on stdout
@@ -159,3 +169,29 @@ def test_heuristic_mode_needs_no_key(base_url):
         assert all(steps) and [s.group(5) for s in steps] == ["null"] * len(steps)
         success, count, score, rewards = END.match(out[end - 1]).groups()
         assert int(count) == len(steps) and rewards.split(",")[-1] == score == steps[-1].group(3)
+
+
+@pytest.fixture(scope="module")
+def sealed_url(tmp_path_factory, hidden_facts_dir) -> Iterator[str]:
+    """A build whose test split is hidden, served without its answers: its episodes play, every submission is a 403."""
+    episodes, _ = build_hidden(tmp_path_factory.mktemp("sealed"), hidden_facts_dir)
+    store = EpisodeStore(episodes, cache_mb=1)
+    server, thread, url = serve(build_app(Backend(store, TokenSigner(SECRET, store.manifest.params_hash))))
+    yield url
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_a_refusal_that_asking_again_cannot_change_ends_the_episode_unsuccessfully(sealed_url):
+    """The script retried a 403 until its turns ran out, then retried the closing empty submission forever."""
+    result = run_heuristic(sealed_url, "--split", "test", "--tasks", "easy,hard", timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = lines_of(result.stdout)
+    starts = [i for i, line in enumerate(out) if line.startswith("[START]")]
+    assert len(starts) == 2
+    for begin, end in zip(starts, [*starts[1:], len(out)], strict=True):
+        steps = [STEP.match(line).groups() for line in out[begin + 1 : end - 1]]
+        assert [s[4] for s in steps[:-1]] == ["null"] * (len(steps) - 1)  # flags are played, not scored
+        assert steps[-1][1].startswith("submit_answer(") and steps[-1][3] == "false"
+        assert steps[-1][4].startswith("ground truth of split test is not on this server")
+        assert END.match(out[end - 1]).groups()[:3] == ("false", str(len(steps)), "0.00")

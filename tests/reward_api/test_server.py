@@ -116,6 +116,27 @@ def test_the_openenv_client_plays_an_episode_over_ws(base_url, rows):
             env.step({"action_type": "read_doc", "doc_id": 0, "state_token": other})
 
 
+def test_a_ws_session_takes_only_its_current_token_and_no_step_once_its_game_is_over(base_url, rows):
+    """Resending an older token (the reset's) replayed the session's game from it: a finished episode could be
+    submitted again with another answer."""
+    truth = rows[150]
+    submit = {"action_type": "submit_answer", "answer": truth["answer"], "confidence": 1.0}
+    with GenericEnvClient(base_url=base_url).sync() as env:
+        first = env.reset(episode_id=150).observation["state_token"]
+        flagged = env.step({"action_type": "flag_suspicious", "doc_id": 0}).observation["state_token"]
+        with pytest.raises(RuntimeError, match="state_token is not this session's current state"):
+            env.step({**submit, "state_token": first})
+        over = env.step({"action_type": "submit_answer", "answer": "wrong", "confidence": 1.0, "state_token": flagged})
+        assert over.done and over.observation["reward_breakdown"]["answer_correctness"] == 0
+        for token in (first, flagged, over.observation["state_token"], None):
+            with pytest.raises(RuntimeError, match="episode 150 is over; reset to play again"):
+                env.step(submit if token is None else {**submit, "state_token": token})
+        state = env.state()
+        assert state["done"] and state["budget_used"] == 2 and state["flagged_ids"] == [0]
+        assert env.reset(episode_id=150).observation["turn"] == 0  # the session itself goes on
+        assert env.step(submit).reward == score_submission_key(truth["answer"], [], 1.0, truth_key(truth))["total"]
+
+
 def test_one_submission_gets_one_breakdown_in_process_and_on_every_route(http, rows):
     for episode_id, answer, flags, confidence in (
         (3, "26", [3], 0.5),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 
 import pytest
 
@@ -37,6 +39,19 @@ def test_the_repository_params_file_is_valid():
         ({"max_steps": 5, "lora": {"r": 16, "alpha": 2}}, "train.lora.alpha"),
         ({"max_steps": 5, "report_to": "mlflow"}, "train.report_to"),
         ({"max_steps": 5, "num_generations": 3}, "must be a multiple of num_generations (3)"),
+        (
+            {"max_steps": 5, "max_completion_length": 4096},
+            "train: Value error, max_completion_length (4096) must be less than max_seq_length (4096)",
+        ),
+        (
+            {"max_steps": 5, "max_seq_length": 512},
+            "max_completion_length (512) must be less than max_seq_length (512)",
+        ),
+        (
+            {"max_steps": 5, "resume_from_checkpoint": ""},
+            "train.resume_from_checkpoint.constrained-str: String should",
+        ),
+        ({"max_steps": 5, "resume_from_checkpoint": 1}, "train.resume_from_checkpoint.bool: Input should be a valid"),
         ({"max_steps": 5, "mode": "tools", "format_reward_weight": 1.0}, "format_reward_weight applies to mode one"),
         # strict, finite: YAML's typed values are taken as written, and a float is a finite number
         ({"max_steps": 5, "learning_rate": float("inf")}, "train.learning_rate: Input should be a finite number"),
@@ -57,14 +72,35 @@ def test_bad_keys_fail_naming_the_key(write_params, section, named):
         load_train_params(write_params(section))
 
 
-def test_generation_batches_count_every_process(write_params, monkeypatch):
-    """TRL's rule: per-device batch × accumulation × processes holds whole groups (2 GPUs: 2 × 2 × 2 = 8)."""
-    section = {"max_steps": 5, "num_generations": 8, "per_device_train_batch_size": 2}
-    section["gradient_accumulation_steps"] = 2
-    with pytest.raises(ParamsError, match=r"processes \(WORLD_SIZE 1\) = 4 must be a multiple"):
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_each_process_generation_batch_holds_whole_groups(write_params, monkeypatch, processes):
+    """2 processes × 2 × 1 = 4 passes TRL's own check (num_generations 4), but each process generates for the
+    episodes it streams, 2 completions a batch: a group of 4 would span two processes and two episodes."""
+    monkeypatch.setenv("WORLD_SIZE", processes)
+    section = {"max_steps": 5, "num_generations": 4, "per_device_train_batch_size": 2}
+    section["gradient_accumulation_steps"] = 1
+    message = (
+        "train: Value error, per_device_train_batch_size × gradient_accumulation_steps = 2 must be a multiple of "
+        f"num_generations (4): each process (WORLD_SIZE {processes}) generates whole groups"
+    )
+    with pytest.raises(ParamsError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_train_params(write_params(section))
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    assert load_train_params(write_params(section)).num_generations == 8
+    assert load_train_params(write_params({**section, "gradient_accumulation_steps": 2})).num_generations == 4
+
+
+@pytest.mark.parametrize(
+    ("tracker", "packages"), [("wandb", ["wandb"]), ("tensorboard", ["tensorboard", "tensorboardX"])]
+)
+def test_a_tracker_that_is_not_installed_fails_naming_report_to(write_params, monkeypatch, tracker, packages):
+    """Checked when the params load, not by transformers once the model is loaded."""
+    for name in packages:
+        monkeypatch.setitem(sys.modules, name, None)  # what importlib finds for a package that is not installed
+    with pytest.raises(ParamsError, match=f"train.report_to: Value error, {tracker} is not installed"):
+        load_train_params(write_params({"max_steps": 5, "report_to": tracker}))
+    installed = ModuleType(packages[-1])
+    installed.__spec__ = ModuleSpec(packages[-1], None)
+    monkeypatch.setitem(sys.modules, packages[-1], installed)
+    assert load_train_params(write_params({"max_steps": 5, "report_to": tracker})).report_to == tracker
 
 
 @pytest.mark.parametrize("value", ["two", "0", "-2", "", "2.0"])

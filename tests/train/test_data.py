@@ -41,15 +41,33 @@ def test_tool_rows_leave_the_observation_to_the_environment(episodes_dir):
 
 def test_trainer_ranks_read_disjoint_shard_files_covering_the_split(episodes_dir):
     """What GRPOTrainer's accelerate does with the stream on 2 processes: each rank its own shard files."""
-    ids = []
-    for rank in range(2):
-        loader = DataLoader(grpo_rows(stream_episodes(str(episodes_dir), "train"), "oneshot"), 16, collate_fn=list)
-        loader = prepare_data_loader(loader, num_processes=2, process_index=rank, dispatch_batches=False)
-        ids.append([row["episode_id"] for batch in loader for row in batch])
+    ids = [_rank_ids(episodes_dir, 2, rank) for rank in range(2)]
     assert ids[0] and ids[1] and not set(ids[0]) & set(ids[1])
     manifest = json.loads((episodes_dir / "manifest.json").read_text())
     train = manifest["splits"]["train"]
     assert sorted(ids[0] + ids[1]) == list(range(train["first_id"], train["first_id"] + train["num_rows"]))
+
+
+def _rank_ids(episodes_dir: Path, processes: int, rank: int) -> list[int]:
+    loader = DataLoader(grpo_rows(stream_episodes(str(episodes_dir), "train"), "oneshot"), 16, collate_fn=list)
+    loader = prepare_data_loader(loader, num_processes=processes, process_index=rank, dispatch_batches=False)
+    return [row["episode_id"] for batch in loader for row in batch]
+
+
+def test_a_process_count_dividing_the_file_count_gets_even_files(episodes_dir):
+    """What the README promises: as many whole files per process, row-group counts within one per file."""
+    shards = [s for s in json.loads((episodes_dir / "manifest.json").read_text())["shards"] if s["split"] == "train"]
+    assert len(shards) == 3  # the suite's build: 1,200 rows of 512-row shards
+    for processes in (1, 3):
+        files = []
+        for rank in range(processes):
+            ids = set(_rank_ids(episodes_dir, processes, rank))
+            read = [s for s in shards if s["first_id"] in ids]
+            assert sum(s["num_rows"] for s in read) == len(ids)  # whole files only
+            files.append(read)
+        assert {len(read) for read in files} == {len(shards) // processes}
+        groups = [sum(s["num_row_groups"] for s in read) for read in files]
+        assert max(groups) - min(groups) <= len(shards) // processes
 
 
 def test_a_file_is_not_a_dataset(tmp_path):

@@ -56,8 +56,13 @@ def test_tool_mode_trains_with_the_environment(tmp_path, write_params, episodes_
     out = tmp_path / "run"
     section = {**SMALL, "model": str(tiny_model), "data": str(episodes_dir), "output_dir": str(out), "mode": "tools"}
     assert main(["--params", str(write_params(section))]) == 0
-    steps = _check_outputs(out, "rewards/ContextCorruptionEnv/mean")
+    steps = _check_outputs(out, "rewards/environment_reward/mean")
     assert all("tools/call_frequency" in h for h in steps)
+    # One reward source, the environment's total, logged with its parts as in one-shot.
+    parts = ("answer_correctness", "corruption_detection", "false_positive_penalty", "confidence_calibration")
+    for h in steps:
+        assert h["reward"] == h["rewards/environment_reward/mean"]
+        assert h["reward"] == pytest.approx(sum(h[f"reward_parts/{p}"] for p in (*parts, "efficiency")), abs=1e-4)
 
 
 def test_unreachable_hub_data_is_one_line_naming_train_data(tmp_path, write_params):

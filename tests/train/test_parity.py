@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
 from reward_api.localserver import local_server
-from train.rewards import episode_reward, parse_completion
+from train.rewards import EMPTY_SUBMISSION, episode_reward, parse_completion
 from train.tools import ContextCorruptionEnv
 
 
@@ -54,6 +56,37 @@ def test_oneshot_reward_equals_the_servers_score(server, episode_rows):
     assert training == served
     single = httpx.post(f"{server}/score", json=submissions[0], timeout=30).json()
     assert single["reward"] == training[0] and single["breakdown"]["total"] == training[0]
+
+
+def _replies(row: dict) -> list[tuple[dict, int]]:
+    """JSON replies a client could send with the episode id, and the status the server answers them with."""
+    answer, corrupt = row["answer"], row["corrupt_ids"]
+    return [
+        ({"answer": answer, "flagged_ids": [corrupt[0]] * 3, "confidence": 0.9}, 200),  # duplicates: one flag
+        ({"answer": answer, "confidence": 1}, 200),  # no flags; an integer confidence
+        ({"answer": answer, "flagged_ids": corrupt}, 422),  # no confidence
+        ({"answer": answer, "flagged_ids": corrupt, "confidence": 0.9, "note": "x"}, 422),  # an extra key
+        ({"answer": answer, "flagged_ids": [corrupt[0]] * 9, "confidence": 0.9}, 422),  # over 8 flags
+        ({"flagged_ids": corrupt, "confidence": 0.9}, 422),  # no answer
+    ]
+
+
+def test_a_reply_the_server_refuses_is_scored_as_the_empty_submission(server, episode_rows):
+    """Training accepts a reply exactly when the server does; one it refuses (422) is malformed, which training
+    scores as the empty submission, and what it accepts earns what the server returns."""
+    for row in episode_rows[:5]:
+        columns = [[row[col]] for col in ("answer", "answer_aliases", "corrupt_ids", "max_budget")]
+        empty = {"episode_id": row["episode_id"], "answer": "", "flagged_ids": [], "confidence": 0.0}
+        empty_reward = httpx.post(f"{server}/score", json=empty, timeout=30).json()["reward"]
+        for reply, status in _replies(row):
+            response = httpx.post(f"{server}/score", json={**reply, "episode_id": row["episode_id"]}, timeout=30)
+            assert response.status_code == status, (reply, response.text)
+            training = episode_reward([json.dumps(reply)], *columns)[0]
+            if status == 200:
+                assert training == response.json()["reward"], reply
+            else:
+                assert parse_completion(json.dumps(reply)) == (EMPTY_SUBMISSION, False), reply
+                assert training == empty_reward, reply
 
 
 def test_tool_mode_reward_equals_the_servers_score_for_the_trace(server, episode_rows):

@@ -15,10 +15,12 @@ from train.rewards import (
     MAX_COMPLETION_CHARS,
     Submission,
     completion_text,
+    environment_reward,
     episode_reward,
     format_reward,
     parse_completion,
 )
+from train.tools import ContextCorruptionEnv
 
 GOOD = '{"answer": "Paris", "flagged_ids": [3, 1], "confidence": 0.75}'
 
@@ -63,6 +65,10 @@ def test_finds_the_last_valid_json_outside_thinking(text):
         "{" * 30_000,
         GOOD + " " * MAX_COMPLETION_CHARS,  # oversized
         '{"answer": "' + "\\ud800" * 10 + '"}' + "\x00\uffff",
+        # the server refuses these (POST /score answers 422), so they are malformed too
+        '{"answer": "Paris", "flagged_ids": [1]}',  # no confidence
+        '{"answer": "Paris", "flagged_ids": [1], "confidence": 0.5, "why": "doc 1 disagrees"}',  # an extra key
+        '{"answer": "Paris", "flagged_ids": [1, 1, 1, 1, 1, 1, 1, 1, 1], "confidence": 0.5}',  # over 8 flags
     ],
 )
 def test_bad_completions_become_the_empty_submission(text):
@@ -70,7 +76,9 @@ def test_bad_completions_become_the_empty_submission(text):
 
 
 def test_partial_submission_defaults_and_is_not_well_formed():
-    assert parse_completion('{"answer": "Paris"}') == (Submission(answer="Paris"), False)
+    """flagged_ids is the one key the server lets a submission leave out."""
+    assert parse_completion('{"answer": "Paris", "confidence": 1}') == (Submission("Paris", (), 1.0), False)
+    assert parse_completion('{"answer": "Paris", "flagged_ids": [3, 1, 3], "confidence": 0}')[0].flagged_ids == (1, 3)
 
 
 @settings(max_examples=300, deadline=None)
@@ -117,7 +125,7 @@ def test_an_answer_up_to_the_api_limit_is_scored_as_the_server_scores_it():
 
 def test_reward_functions_follow_trl_contract_and_log_parts():
     logged: dict[str, float] = {}
-    completions = [GOOD, "garbage", '{"answer": "paris"}']
+    completions = [GOOD, "garbage", '{"answer": "paris", "confidence": 0.5}']
     rewards = episode_reward(
         completions, ["Paris"] * 3, [[]] * 3, [[1, 3]] * 3, [12] * 3, log_metric=logged.__setitem__, trainer_state=None
     )
@@ -134,6 +142,26 @@ def test_reward_functions_follow_trl_contract_and_log_parts():
         )
     }
     assert format_reward(completions) == [1.0, 0.0, 0.0]
+
+
+def test_tool_mode_reward_is_each_environments_breakdown_with_its_parts_logged(episode_rows):
+    """One reward source in tool mode (TRL adds an environment's get_reward as a second one): the total the
+    environment scored, unchanged, and the same reward_parts/* metrics as one-shot."""
+    envs = [ContextCorruptionEnv() for _ in range(3)]
+    for env, row in zip(envs, episode_rows, strict=False):
+        env.reset(**row)
+    envs[0].flag_suspicious(doc_id=episode_rows[0]["corrupt_ids"][0])
+    envs[0].submit_answer(answer=episode_rows[0]["answer"], confidence=0.9)
+    envs[1].read_doc(doc_id=2)  # unfinished: scored as the empty submission made now
+    logged: dict[str, float] = {}
+    rewards = environment_reward(environments=envs, completions=[[]] * 3, log_metric=logged.__setitem__)
+    assert rewards == [env.breakdown["total"] for env in envs] and rewards[0] > 0.7
+    assert logged == {
+        f"reward_parts/{key}": pytest.approx(sum(env.breakdown[key] for env in envs) / 3)
+        for key in envs[0].breakdown
+        if key != "total"
+    }
+    assert not hasattr(ContextCorruptionEnv, "get_reward")
 
 
 def test_completion_text_takes_the_last_assistant_turn():

@@ -42,7 +42,7 @@ def test_a_played_trace_earns_what_the_server_game_gives(env_row):
     expected = play(row["episode_id"], submission_moves(row["answer"], flagged, 0.8), key).breakdown
     assert env.breakdown["answer_correctness"] == 0.4 and env.breakdown["corruption_detection"] > 0
     # Five actions instead of two: only the efficiency term differs from the one-shot trace.
-    assert env.get_reward() == pytest.approx(expected["total"] - 0.05 * 3 / 12, abs=1e-4)
+    assert env.breakdown["total"] == pytest.approx(expected["total"] - 0.05 * 3 / 12, abs=1e-4)
     with pytest.raises(MoveError, match="over"):
         env.flag_suspicious(doc_id=1)
 
@@ -88,7 +88,7 @@ def test_invalid_actions_raise_and_cost_nothing(env_row, tool, kwargs):
 
 def test_trl_sees_exactly_the_four_tools_with_typed_schemas():
     public = [name for name in vars(ContextCorruptionEnv) if not name.startswith("_")]
-    assert set(public) - {"reset", "get_reward", "breakdown"} == set(TOOLS)
+    assert set(public) - {"reset", "breakdown"} == set(TOOLS)
     env = ContextCorruptionEnv()
     schema = {t: get_json_schema(getattr(env, t))["function"]["parameters"]["properties"] for t in TOOLS}
     assert schema["read_doc"]["doc_id"]["type"] == "integer"
