@@ -152,7 +152,8 @@ def hidden_section(manifest: Manifest) -> str:
 
 The {names} split is published without its hidden columns; its files hold only
 {visible}.
-Its ground truth is kept by the server. Load the split from its own config:
+Its ground truth is kept by the server, and its episodes were drawn with a secret key: unlike the
+other splits, they cannot be regenerated from the seed below. Load the split from its own config:
 
 ```python
 {loads}
