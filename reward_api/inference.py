@@ -34,20 +34,26 @@ import httpx
 
 from reward_api.auth import client_headers
 from reward_api.heuristics import read
+from reward_api.scoring import reward_rules
 
 DEFAULT_API_BASE_URL = "https://router.huggingface.co/v1"
 DEFAULT_MODEL = "Qwen/Qwen2.5-72B-Instruct"
 EXTRA_TURNS = 3  # invalid replies tolerated beyond the budget before the episode is closed
 GIVE_UP = {"action_type": "submit_answer", "answer": "", "confidence": 0.0}  # what the budget rule would submit
-SYSTEM_PROMPT = """You answer a question from 8 retrieved documents; some documents are deliberately corrupted.
+SYSTEM_PROMPT = (
+    """You answer a question from 8 retrieved documents; some documents are deliberately corrupted.
 Reply with exactly one JSON action per turn, nothing else:
   {"action_type": "flag_suspicious", "doc_id": <0-7>}   mark a document as corrupted
   {"action_type": "unflag_doc", "doc_id": <0-7>}        take a flag back
   {"action_type": "read_doc", "doc_id": <0-7>}          look at a document again
   {"action_type": "submit_answer", "answer": "<short answer>", "confidence": <0.0-1.0>}   ends the episode
-Every action costs 1 of the budget. Reward: +0.4 for the right answer, +0.3 x the share of corrupted documents
-flagged, +0.2 less 0.1 per wrongly flagged document (not below 0), +0.1 x confidence when right but
--0.2 x confidence when wrong, and a small bonus for budget left. Flag the corrupted documents first, then submit."""
+
+"""
+    + reward_rules()
+    + """
+
+Flag the corrupted documents first, then submit."""
+)
 
 Policy = Callable[[dict], str]  # observation -> the reply text of the next action
 

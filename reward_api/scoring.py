@@ -143,3 +143,35 @@ def score_submission_key(answer: str, flagged_ids: Iterable[int], confidence: fl
     """
     flagged = frozenset(flagged_ids)
     return score_key(answer, flagged, confidence, submission_budget(flagged, key.max_budget), key)
+
+
+def reward_numbers() -> dict[str, float]:
+    """The v1 reward's numbers, read from the scoring module (its constants, else its function on a probe episode
+    with one corrupted document) so that a prompt cannot drift from the reward."""
+    key = EpisodeKey(frozenset({"a"}), frozenset({0}), MAX_BUDGET)
+    clean = score_key("a", frozenset({0}), 1.0, 0, key)  # the corrupted document flagged, no budget used
+    one_false = score_key("a", frozenset({0, 1}), 1.0, 0, key)  # and one clean document
+    return {
+        "correct": CORRECT,
+        "detection": clean["corruption_detection"],
+        "allowance": clean["false_positive_penalty"],
+        "false_flag": round(clean["false_positive_penalty"] - one_false["false_positive_penalty"], 4),
+        "confidence_gain": CONFIDENCE_GAIN,
+        "confidence_loss": -CONFIDENCE_LOSS,
+        "efficiency": clean["efficiency"],
+    }
+
+
+def reward_rules() -> str:
+    """The v1 reward in words, with reward_numbers(): what the system prompts of training and of
+    reward_api.inference state."""
+    n = reward_numbers()
+    return (
+        f"Scoring (reward {REWARD_VERSION}): a correct answer earns {n['correct']:g} (case and punctuation do not "
+        f"matter). Flagging the corrupted documents earns up to {n['detection']:g}, in proportion to the share of "
+        f"them you flag. Flagging no clean document earns {n['allowance']:g}, and each clean document you flag takes "
+        f"{n['false_flag']:g} off that (never below 0). Confidence c earns {n['confidence_gain']:g} × c when the "
+        f"answer is correct and costs {n['confidence_loss']:g} × c when it is wrong. The share of the {MAX_BUDGET}-"
+        f"action budget left unused earns up to {n['efficiency']:g}: every action uses one unit, each flag and the "
+        "submission included."
+    )

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.schema import MAX_BUDGET
-from reward_api.scoring import CONFIDENCE_GAIN, CONFIDENCE_LOSS, CORRECT, REWARD_VERSION, EpisodeKey, score_key
+from reward_api.scoring import reward_rules
 
 _TASK = (
     "You answer a question using retrieved documents. Some of the documents are deliberately corrupted: "
@@ -21,36 +21,7 @@ _TASK = (
 )
 
 
-def reward_numbers() -> dict[str, float]:
-    """The v1 reward's numbers, read from the scoring module (its constants, else its function on a probe episode
-    with one corrupted document) so that the prompt cannot drift from the reward."""
-    key = EpisodeKey(frozenset({"a"}), frozenset({0}), MAX_BUDGET)
-    clean = score_key("a", frozenset({0}), 1.0, 0, key)  # the corrupted document flagged, no budget used
-    one_false = score_key("a", frozenset({0, 1}), 1.0, 0, key)  # and one clean document
-    return {
-        "correct": CORRECT,
-        "detection": clean["corruption_detection"],
-        "allowance": clean["false_positive_penalty"],
-        "false_flag": round(clean["false_positive_penalty"] - one_false["false_positive_penalty"], 4),
-        "confidence_gain": CONFIDENCE_GAIN,
-        "confidence_loss": -CONFIDENCE_LOSS,
-        "efficiency": clean["efficiency"],
-    }
-
-
-def _reward_rules(n: dict[str, float]) -> str:
-    return (
-        f"Scoring (reward {REWARD_VERSION}): a correct answer earns {n['correct']:g} (case and punctuation do not "
-        f"matter). Flagging the corrupted documents earns up to {n['detection']:g}, in proportion to the share of "
-        f"them you flag. Flagging no clean document earns {n['allowance']:g}, and each clean document you flag takes "
-        f"{n['false_flag']:g} off that (never below 0). Confidence c earns {n['confidence_gain']:g} × c when the "
-        f"answer is correct and costs {n['confidence_loss']:g} × c when it is wrong. The share of the {MAX_BUDGET}-"
-        f"action budget left unused earns up to {n['efficiency']:g}: every action uses one unit, each flag and the "
-        "submission included."
-    )
-
-
-_REWARD = _reward_rules(reward_numbers())
+_REWARD = reward_rules()
 _FORMAT = (
     'Reply with one JSON object and nothing else: {"answer": "<short answer>", "flagged_ids": [<doc ids>], '
     '"confidence": <number from 0 to 1>}'

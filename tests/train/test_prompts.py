@@ -1,4 +1,5 @@
-"""The system prompts state the v1 reward's rules with the scoring module's own numbers."""
+"""The system prompts (training's and reward_api.inference's) state the v1 reward's rules with the scoring module's own
+numbers."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import re
 import pytest
 
 from pipeline.schema import MAX_BUDGET
-from reward_api.scoring import REWARD_RANGE, EpisodeKey, score_submission_key
-from train.prompts import ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT, reward_numbers
+from reward_api.inference import SYSTEM_PROMPT as INFERENCE_SYSTEM_PROMPT
+from reward_api.scoring import REWARD_RANGE, EpisodeKey, reward_numbers, score_submission_key
+from train.prompts import ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT
 
 
 def _scored(answer: str, flagged: list[int]) -> dict[str, float]:
@@ -31,7 +33,7 @@ def test_the_numbers_are_the_scoring_modules():
     assert (-n["confidence_loss"], top) == pytest.approx(REWARD_RANGE)
 
 
-@pytest.mark.parametrize("prompt", [ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT])
+@pytest.mark.parametrize("prompt", [ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT, INFERENCE_SYSTEM_PROMPT])
 def test_both_prompts_state_every_number_in_order(prompt):
     rules = next(part for part in prompt.split("\n\n") if part.startswith("Scoring (reward v1)"))
     stated = [float(x) for x in re.findall(r"\b\d+(?:\.\d+)?\b", rules.removeprefix("Scoring (reward v1)"))]
