@@ -200,8 +200,9 @@ def run_child(role: str, spec: dict, work: Path, timeout: float) -> dict:
     start = time.perf_counter()
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": f"failed: timed out after {timeout:.0f} s"}
+    except subprocess.TimeoutExpired as err:  # its captured output is bytes, whatever `text` says
+        tail = (err.stderr or b"").decode(errors="replace")[-3000:]
+        return {"status": f"failed: timed out after {timeout:.0f} s", "log_tail": tail}
     wall = round(time.perf_counter() - start, 1)
     if not result_file.is_file():
         return {"status": f"failed: exit {done.returncode}", "wall_seconds": wall, "log_tail": done.stderr[-3000:]}

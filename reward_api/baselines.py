@@ -35,7 +35,7 @@ from reward_api.agents import AGENTS, Submission, oracle_submission, random_subm
 from reward_api.auth import client_headers
 from reward_api.localserver import Served, local_server
 from reward_api.metrics import summarize, table
-from reward_api.store import EpisodeStore, read_manifest
+from reward_api.store import EpisodeStore, StoreError, read_manifest
 from reward_api.tasks import task_list
 
 log = logging.getLogger("reward_api.baselines")
@@ -108,6 +108,7 @@ def play(client: httpx.Client, ids: np.ndarray, hidden: dict[int, dict], seed: i
 
 
 def run(data: Path, url: str | None, split: str, episodes: int, seed: int) -> dict:
+    store = EpisodeStore(data, cache_mb=64, preload_keys=False)  # checks every shard first (StoreError)
     ids = episode_ids(data, split, episodes)
     hidden = truth(data, split, ids)
     server = local_server(data) if url is None else nullcontext(Served(url.rstrip("/"), 0, 0.0))
@@ -119,12 +120,12 @@ def run(data: Path, url: str | None, split: str, episodes: int, seed: int) -> di
         if params_hash != read_manifest(data).params_hash:
             raise SystemExit(f"{served.url} serves another dataset (params hash {params_hash}) than {data}")
         plays = play(client, ids, hidden, seed)
-    return {**summarize(plays, hidden, split=split, seed=seed, tasks=TASKS), **thresholds(data)}
+    return {**summarize(plays, hidden, split=split, seed=seed, tasks=TASKS), **thresholds(store)}
 
 
-def thresholds(data: Path) -> dict:
+def thresholds(store: EpisodeStore) -> dict:
     """The tiers of GET /tasks for this dataset: their success thresholds, rules and the means they came from."""
-    tiers = task_list(EpisodeStore(data, cache_mb=64, preload_keys=False))
+    tiers = task_list(store)
     return {
         "success_thresholds": {tier.name: tier.success_threshold for tier in tiers},
         "threshold_rule": "; ".join(dict.fromkeys(tier.threshold_rule for tier in tiers)),
@@ -144,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    metrics = run(args.data, args.url, args.split, args.episodes, args.seed)
+    try:
+        metrics = run(args.data, args.url, args.split, args.episodes, args.seed)
+    except StoreError as err:  # a missing or damaged dataset: the message names the file
+        raise SystemExit(f"baselines: {err}") from None
     args.out.parent.mkdir(parents=True, exist_ok=True)
     markdown = table(metrics)
     write_text_atomic(args.table or args.out.with_suffix(".md"), markdown)

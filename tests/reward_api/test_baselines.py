@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -103,6 +105,26 @@ def test_bad_split_or_count_is_refused_by_name(dataset_dir):
         episode_ids(dataset_dir, "validation", 0)
     whole = episode_ids(dataset_dir, "validation", 10**6)
     assert whole.tolist() == list(range(SMALL_EPISODES.train, SMALL_EPISODES.train + SMALL_EPISODES.validation))
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_a_missing_or_damaged_dataset_ends_in_one_line(dataset_dir, tmp_path, damage):
+    """Before any server starts: the message names the file, with no traceback."""
+    data = tmp_path / "episodes"
+    if damage == "truncated":
+        shutil.copytree(dataset_dir, data)
+        shard = sorted((data / "data").glob("train-*.parquet"))[-1]
+        shard.write_bytes(shard.read_bytes()[:1000])
+    done = subprocess.run(
+        [sys.executable, "-m", "reward_api.baselines", "--data", str(data), "--out", str(tmp_path / "m.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    named = data / ("manifest.json" if damage == "missing" else f"data/{shard.name}")
+    assert done.returncode == 1 and done.stderr.startswith(f"baselines: {named}"), done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "m.json").exists()
 
 
 def test_baselines_over_a_running_server(dataset_dir, base_url, backend, rows, tmp_path):
