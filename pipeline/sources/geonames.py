@@ -45,6 +45,20 @@ OTHER_CAPITALS = {
     "SZ": ["Lobamba"],
     "ZA": ["Cape Town", "Bloemfontein"],
 }
+# Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted.
+OTHER_CURRENCIES = {
+    "BT": ["Rupee", "INR"],
+    "LS": ["Rand", "ZAR"],
+    "NA": ["Rand", "ZAR"],
+    "PA": ["Dollar", "USD"],
+    "SZ": ["Rand", "ZAR"],
+    "ZW": ["Dollar", "USD"],
+}
+CURRENCY_NAMES = {"KHR": "Riel"}  # GeoNames' "Riels"
+# Where "In which country is the city of X?" has more than one defensible answer, it is not asked: a dependency or
+# special administrative region (its sovereign state is true too) or a territory whose sovereignty is disputed.
+NO_CITY_COUNTRY = frozenset({"CW", "EH", "HK", "MO", "PR", "PS", "TW", "XK"})
+NO_CITY_COUNTRY_CITIES = frozenset({"281184", "7498240"})  # Jerusalem, West Jerusalem
 # Transcontinental countries: the other continent they lie on is true too.
 OTHER_CONTINENTS = {
     "AM": "Europe",
@@ -85,7 +99,8 @@ def name_key(name: str) -> str:
 def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
     """(relation, question, answer, aliases, answer type) for one country; facts the data lacks are left out."""
     iso, where = country["iso"], in_sentence(country["name"].strip())
-    capital, currency, population = country["capital"].strip(), country["currencyname"].strip(), country["population"]
+    capital, population, code = country["capital"].strip(), country["population"], country["currencycode"]
+    currency = CURRENCY_NAMES.get(code, country["currencyname"].strip())
     continent, other_continent = CONTINENTS[country["continentcode"]], OTHER_CONTINENTS.get(iso)
     facts = [
         ("continent", f"On which continent is {where}?", continent, [other_continent] * bool(other_continent), "place")
@@ -97,16 +112,19 @@ def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
         question = f"What is the population of {where}?"
         facts.append(("population", question, quantity(population), quantity_aliases(population), "quantity"))
     if currency:
-        facts.append(("currency", f"What is the currency of {where}?", currency, [country["currencycode"]], "text"))
+        aliases = [code, *OTHER_CURRENCIES.get(iso, [])]
+        facts.append(("currency", f"What is the currency of {where}?", currency, aliases, "text"))
     return facts
 
 
 def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str], str]]:
-    """A city's population, and its country unless the name gives it away ('Mexico City', 'Guatemala City')."""
+    """A city's population, and its country unless the name gives it away ('Mexico City', 'Guatemala City') or the
+    country is not one answer (NO_CITY_COUNTRY)."""
     name, population = city["name"].strip(), city["population"]
     question = f"What is the population of the city of {name}?"
     facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")]
-    if country.lower() not in name.lower():
+    shared = city["countrycode"] in NO_CITY_COUNTRY or str(city["geonameid"]) in NO_CITY_COUNTRY_CITIES
+    if country.lower() not in name.lower() and not shared:
         facts.append(("city_country", f"In which country is the city of {name}?", country, [], "place"))
     return facts
 

