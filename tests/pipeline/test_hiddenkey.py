@@ -42,9 +42,22 @@ def test_draw_ids_are_a_stable_keyed_function_of_the_id():
         assert not np.any(hiddenkey.draw_ids(other, ids) == draws)
 
 
+def _windows(text: str, width: int) -> set[str]:
+    return {text[start : start + width] for start in range(len(text) - width + 1)}
+
+
 def test_the_synthetic_seed_and_fingerprint_follow_the_key_and_do_not_show_it():
     other = b"j" * hiddenkey.MIN_CHARS
-    assert hiddenkey.synthetic_seed(KEY, 7) != hiddenkey.synthetic_seed(other, 7) != hiddenkey.synthetic_seed(other, 8)
+    seeds = [hiddenkey.synthetic_seed(KEY, 7), hiddenkey.synthetic_seed(other, 7), hiddenkey.synthetic_seed(other, 8)]
+    assert len(set(seeds)) == 3, "the seed differs per key and per seed"
     assert hiddenkey.synthetic_seed(KEY, 7) == hiddenkey.synthetic_seed(KEY, 7)
     assert len(hiddenkey.fingerprint(KEY)) == 16 and hiddenkey.fingerprint(KEY) != hiddenkey.fingerprint(other)
-    assert KEY.decode() not in hiddenkey.fingerprint(KEY)
+    # keys of varied characters sharing their first 16 (and last 16): a fingerprint made of key material would match
+    prefix, suffix = b"0123456789abcdef", b"ghijklmnopqrstuv"
+    keys = [prefix + suffix, prefix + suffix[::-1], prefix[::-1] + suffix, b"ABCDEFGHIJKLMNOP" + prefix]
+    prints = [hiddenkey.fingerprint(key) for key in keys]
+    assert len(set(prints)) == len(keys), "keys that share a prefix or a suffix have different fingerprints"
+    for key, printed in zip(keys, prints, strict=True):
+        assert hiddenkey.fingerprint(key) == printed, "the fingerprint is stable"
+        for window in _windows(key.decode(), 8) | _windows(key.hex(), 8):  # no 8 characters of the key, raw or hex
+            assert window.lower() not in printed.lower(), f"{window!r} of the key is in its fingerprint {printed!r}"

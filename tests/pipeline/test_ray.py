@@ -4,7 +4,9 @@ One local Ray cluster (2 CPUs, no dashboard; Ray binds the machine's address, no
 authentication on by default) serves the module. Its workers run a setup hook that wraps the per-shard
 function: while the test's `armed` file exists, the first task to reach the second train shard leaves a
 partial temporary file and kills its own worker process (os._exit) before finishing; while `broken` exists,
-every shard fails with an error. The CLI test runs `python -m pipeline.episodes`, which starts its own cluster.
+every shard fails with an error; while the `written` folder exists, each shard a worker writes is recorded there
+with the worker's pid (a build that never reached Ray records nothing). The CLI test runs
+`python -m pipeline.episodes`, which starts its own cluster (in a Ray temp folder of its own) and stops it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -28,9 +32,9 @@ LOCAL = EpisodesParams(train=300, validation=60, test=60, workers=1, shard_rows=
 RAY = LOCAL.model_copy(update={"engine": "ray"})
 
 
-def _crash_hook(armed: Path, crashed: Path, broken: Path):
+def _crash_hook(armed: Path, crashed: Path, broken: Path, written: Path):
     """A worker setup hook (a closure, so Ray ships it by value) that makes one shard task die mid-way,
-    or every task fail while `broken` exists."""
+    or every task fail while `broken` exists, and records each shard written while `written` exists."""
 
     def hook() -> None:
         from pipeline import episodes
@@ -46,7 +50,10 @@ def _crash_hook(armed: Path, crashed: Path, broken: Path):
                 final.parent.mkdir(parents=True, exist_ok=True)
                 final.with_name(f".{final.name}.tmp").write_bytes(b"PAR1 half-written")
                 os._exit(1)
-            return write(plan, root, row_group_rows)
+            info = write(plan, root, row_group_rows)
+            if written.is_dir():
+                (written / plan.path.replace("/", "|")).write_text(str(os.getpid()))
+            return info
 
         episodes._write = write_or_die
 
@@ -56,7 +63,7 @@ def _crash_hook(armed: Path, crashed: Path, broken: Path):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     markers = tmp_path_factory.mktemp("markers")
-    hook = _crash_hook(markers / "armed", markers / "crashed", markers / "broken")
+    hook = _crash_hook(markers / "armed", markers / "crashed", markers / "broken", markers / "written")
     ray.init(
         address="local",
         num_cpus=2,
@@ -81,8 +88,16 @@ def _files(root: Path) -> dict[str, bytes]:
 
 def test_ray_build_is_byte_identical_to_local(cluster, facts_dir, local_build, tmp_path):
     seen = []
-    manifest = build_episodes(facts_dir, tmp_path / "ray", RAY, SEED, progress=seen.append)
+    written = cluster / "written"
+    written.mkdir()
+    try:
+        manifest = build_episodes(facts_dir, tmp_path / "ray", RAY, SEED, progress=seen.append)
+        writers = {record.name.replace("|", "/"): int(record.read_text()) for record in written.iterdir()}
+    finally:
+        shutil.rmtree(written)
     assert ray.is_initialized()  # joined the test's cluster and left it running
+    assert sorted(writers) == sorted(shard.path for shard in manifest.shards), "every shard was written by a Ray task"
+    assert os.getpid() not in writers.values(), "in a Ray worker, not in this process"
     assert sorted(info.path for info in seen) == sorted(shard.path for shard in manifest.shards)
     assert len(manifest.shards) == 5
     assert _files(tmp_path / "ray") == _files(local_build)
@@ -120,9 +135,45 @@ def test_failing_task_fails_the_build_and_leaves_no_output(cluster, facts_dir, t
     assert list(tmp_path.iterdir()) == []
 
 
+def _live_processes_naming(text: str) -> list[int]:
+    """The pids of live (not zombie) processes whose command line contains `text` (Linux: /proc)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or text.encode() not in (proc / "cmdline").read_bytes():
+                continue
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # it ended meanwhile
+            continue
+        if state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
 def test_cli_with_engine_ray_starts_and_stops_its_own_cluster(facts_dir, local_build, tmp_path):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": RAY.model_dump(mode="json")}))
     shutil.copytree(facts_dir, tmp_path / "data" / "facts")
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    subprocess.run([sys.executable, "-m", "pipeline.episodes"], cwd=tmp_path, env=env, check=True, timeout=300)
+    # Ray's own temp folder, short (its socket paths must fit 107 bytes): a session named by the CLI's pid there
+    # is a cluster the CLI started, not the module's
+    ray_tmp = Path(tempfile.mkdtemp(prefix="ray-"))
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"RAY_TMPDIR": str(ray_tmp)}
+    try:
+        with subprocess.Popen(
+            [sys.executable, "-m", "pipeline.episodes"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
+        ) as cli:
+            try:
+                _, log = cli.communicate(timeout=300)
+            except subprocess.TimeoutExpired:
+                cli.kill()
+                raise
+        assert cli.returncode == 0, log
+        sessions = sorted((ray_tmp / "ray").glob(f"session_*_{cli.pid}"))
+        assert len(sessions) == 1, f"the CLI started a Ray cluster of its own: {log}"
+        assert "ray: 5 shard tasks on 1" in log, "and ran the shards on it (workers: 1 CPU)"
+        deadline = time.monotonic() + 15  # Ray's processes may take a moment to exit after its shutdown
+        while (left := _live_processes_naming(sessions[0].name)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert left == [], "and stopped it: none of its processes is left"
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert _files(tmp_path / "data" / "episodes") == _files(local_build)

@@ -137,9 +137,13 @@ def test_a_bad_setting_from_the_environment_exits_2_naming_it(served_dir):
 
 
 def test_serves_a_hub_repo_at_a_revision(served_dir, tmp_path):
-    """The repo id + tag path of the entry point, against the loopback Hub stand-in."""
+    """The repo id + tag path of the entry point, against the loopback Hub stand-in; main has moved on past v1."""
+    published = json.loads((served_dir / "manifest.json").read_text())
     with hub_standin(token="hf_t") as hub:
-        publish(hub, served_dir, "acme/cc")
+        api = publish(hub, served_dir, "acme/cc")
+        newer = json.dumps({**published, "params_hash": "0" * 64}).encode()  # main moves on; v1 must not
+        api.upload_file(path_or_fileobj=newer, path_in_repo="manifest.json", repo_id="acme/cc", repo_type="dataset")
+        assert hub.files("acme/cc")["manifest.json"] != hub.files("acme/cc", "v1")["manifest.json"]
         port = free_port()
         env = {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}
         proc = _run("--data", "acme/cc", "--revision", "v1", "--port", str(port), **env)
@@ -149,7 +153,7 @@ def test_serves_a_hub_repo_at_a_revision(served_dir, tmp_path):
         finally:
             proc.terminate()
             output = proc.communicate(timeout=30)[0]
-    assert manifest["params_hash"] == json.loads((served_dir / "manifest.json").read_text())["params_hash"]
+    assert manifest == published, output  # v1's manifest, not main's
     assert "downloading dataset acme/cc at revision v1" in output
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from accelerate.data_loader import prepare_data_loader
 from torch.utils.data import DataLoader
@@ -78,19 +79,27 @@ def test_a_file_is_not_a_dataset(tmp_path):
 
 
 def test_streams_a_hub_repo_by_id_and_revision(tmp_path, episodes_dir, episode_rows):
-    """Published with huggingface_hub to a loopback Hub stand-in, then streamed by repo id and tag."""
+    """Published with huggingface_hub to a loopback Hub stand-in, then streamed by repo id and tag; main has moved
+    on past the tag: its validation shard holds the test split's rows."""
     token, repo = "hf_train_test", "org/episodes"
+    (validation,) = (episodes_dir / "data").glob("validation-*.parquet")
+    (test,) = (episodes_dir / "data").glob("test-*.parquet")
     with hub_standin(token=token) as hub:
-        publish(hub, episodes_dir, repo, private=True)
+        api = publish(hub, episodes_dir, repo, private=True)
+        shard = validation.relative_to(episodes_dir).as_posix()
+        api.upload_file(path_or_fileobj=test, path_in_repo=shard, repo_id=repo, repo_type="dataset")
+        assert hub.files(repo)[shard] == test.read_bytes() != hub.files(repo, "v1")[shard]
         env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
         env |= {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_TOKEN": token}
         code = (
             "import json, sys\nfrom train.data import head, stream_episodes\n"
-            "rows = head(stream_episodes(sys.argv[1], 'validation', revision='v1'), 5)\n"
-            "print(json.dumps([r['episode_id'] for r in rows]))"
+            "rows = {rev: head(stream_episodes(sys.argv[1], 'validation', revision=rev), 5) for rev in ('v1', None)}\n"
+            "print(json.dumps({rev or 'main': [r['episode_id'] for r in got] for rev, got in rows.items()}))"
         )
         run = subprocess.run(
             [sys.executable, "-c", code, repo], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
         )
     assert run.returncode == 0, run.stderr[-2000:]
-    assert json.loads(run.stdout) == [r["episode_id"] for r in episode_rows[:5]]
+    streamed = json.loads(run.stdout)
+    assert streamed["v1"] == [r["episode_id"] for r in episode_rows[:5]], "the tag's validation rows"
+    assert streamed["main"] == pq.read_table(test, columns=["episode_id"])["episode_id"].to_pylist()[:5], "main's"

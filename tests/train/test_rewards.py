@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reward_api.game import play, submission_moves
-from reward_api.scoring import EpisodeKey
+from reward_api.scoring import EpisodeKey, score_key, score_submission_key
 from train.rewards import (
     EMPTY_SUBMISSION,
     MAX_COMPLETION_CHARS,
@@ -145,20 +145,38 @@ def test_reward_functions_follow_trl_contract_and_log_parts():
 
 
 def test_tool_mode_reward_is_each_environments_breakdown_with_its_parts_logged(episode_rows):
-    """One reward source in tool mode (TRL adds an environment's get_reward as a second one): the total the
-    environment scored, unchanged, and the same reward_parts/* metrics as one-shot."""
+    """One reward source in tool mode (TRL adds an environment's get_reward as a second one): what the server's
+    scoring gives each rollout's trace (an unfinished one: the empty submission made then, that action charged),
+    and the same reward_parts/* metrics as one-shot."""
     envs = [ContextCorruptionEnv() for _ in range(3)]
-    for env, row in zip(envs, episode_rows, strict=False):
+    rows = episode_rows[:3]
+    for env, row in zip(envs, rows, strict=True):
         env.reset(**row)
-    envs[0].flag_suspicious(doc_id=episode_rows[0]["corrupt_ids"][0])
-    envs[0].submit_answer(answer=episode_rows[0]["answer"], confidence=0.9)
+    flagged = rows[0]["corrupt_ids"][0]
+    envs[0].flag_suspicious(doc_id=flagged)
+    envs[0].submit_answer(answer=rows[0]["answer"], confidence=0.9)
     envs[1].read_doc(doc_id=2)  # unfinished: scored as the empty submission made now
     logged: dict[str, float] = {}
     rewards = environment_reward(environments=envs, completions=[[]] * 3, log_metric=logged.__setitem__)
-    assert rewards == [env.breakdown["total"] for env in envs] and rewards[0] > 0.7
+    keys = [
+        EpisodeKey.from_row(row["answer"], row["answer_aliases"], row["corrupt_ids"], row["max_budget"])
+        for row in rows
+    ]
+    expected = [
+        score_submission_key(rows[0]["answer"], [flagged], 0.9, keys[0]),  # flag, then submit: 2 actions
+        score_key("", frozenset(), 0.0, 2, keys[1]),  # a read, then the empty submission charged
+        score_submission_key("", [], 0.0, keys[2]),  # nothing done: the empty submission, 1 action
+    ]
+    assert rewards == [breakdown["total"] for breakdown in expected] and rewards[0] > 0.7
+    budget = [row["max_budget"] for row in rows]
+    # the empty submission: wrong, nothing flagged (no false positive), confidence 0; efficiency after 2 and 1 actions
+    assert rewards[1:] == [
+        pytest.approx(0.2 + 0.05 * (1 - 2 / budget[1]), abs=1e-4),
+        pytest.approx(0.2 + 0.05 * (1 - 1 / budget[2]), abs=1e-4),
+    ]
     assert logged == {
-        f"reward_parts/{key}": pytest.approx(sum(env.breakdown[key] for env in envs) / 3)
-        for key in envs[0].breakdown
+        f"reward_parts/{key}": pytest.approx(sum(breakdown[key] for breakdown in expected) / 3)
+        for key in expected[0]
         if key != "total"
     }
     assert not hasattr(ContextCorruptionEnv, "get_reward")
