@@ -24,7 +24,6 @@ from pipeline.schema import (
     SplitInfo,
 )
 from pipeline.writer import (
-    DICTIONARY_COLUMNS,
     MANIFEST_NAME,
     ShardPlan,
     plan_shards,
@@ -237,9 +236,28 @@ def test_dictionary_encoding_only_on_repeating_columns(tmp_path):
     plan = ShardPlan("train", 0, 1, 0, 8)
     write_shard(episode_table(plan), tmp_path, plan, row_group_rows=8)
     group = pq.ParquetFile(tmp_path / plan.path).metadata.row_group(0)
-    encoded = {
-        group.column(i).path_in_schema
-        for i in range(group.num_columns)
-        if group.column(i).dictionary_page_offset is not None
+    columns = [group.column(i) for i in range(group.num_columns)]
+    encoded = {column.path_in_schema for column in columns if column.dictionary_page_offset is not None}
+    plain = {column.path_in_schema for column in columns if column.dictionary_page_offset is None}
+    # low-cardinality columns, whose values repeat within a row group
+    assert encoded == {
+        "split",
+        "task",
+        "source",
+        "answer_type",
+        "max_budget",
+        "documents.list.element.doc_id",
+        "corrupt_ids.list.element",
+        "doc_corruption.list.element",
     }
-    assert encoded == set(DICTIONARY_COLUMNS)
+    # the text and id columns: nearly every value is new, a dictionary only costs
+    assert plain == {
+        "episode_id",
+        "question",
+        "documents.list.element.title",
+        "documents.list.element.content",
+        "fact_id",
+        "answer",
+        "answer_aliases.list.element",
+        "doc_claims.list.element",
+    }
