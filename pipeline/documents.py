@@ -30,6 +30,8 @@ import pyarrow as pa
 
 OPEN = "open"  # relation of facts known only by their question (nq_open, FaithEval)
 FIRST_CITED_YEAR, CITED_YEARS = 1990, 35
+# The current year: a document about a year cites a report from after every year it names, at the latest this one.
+LAST_CITED_YEAR = 2026
 
 LABELS = {
     "capital": "capital",
@@ -40,7 +42,7 @@ LABELS = {
     "city_population": "population",
     "element_symbol": "chemical symbol",
     "atomic_number": "atomic number",
-    "symbol_element": "element",
+    "symbol_element": "meaning",  # "the meaning of Pt": a symbol has no element of its own
     "atomic_mass": "atomic mass",
     "birthplace": "birthplace",
     "birth_year": "year of birth",
@@ -55,15 +57,17 @@ LABELS = {
 DOMAINS = {
     **dict.fromkeys(("capital", "continent", "population", "currency"), "country"),
     **dict.fromkeys(("city_country", "city_population"), "city"),
-    **dict.fromkeys(("element_symbol", "atomic_number", "symbol_element", "atomic_mass"), "element"),
+    **dict.fromkeys(("element_symbol", "atomic_number", "atomic_mass"), "element"),
+    "symbol_element": "symbol",  # its subject is a symbol (Pt), not an element
     **dict.fromkeys(("birthplace", "birth_year", "occupation", "employer"), "person"),
     **dict.fromkeys(("founder", "headquarters", "founded_year", "employees"), "company"),
     OPEN: "question",
 }
-# Declarative clauses (no final period): {s} subject, {v} value, {label} relation, {q} question.
+# Declarative clauses (no final period): {s} subject, {sp} its possessive ("Iran's", "Moore Foods'"), {v} value,
+# {label} relation, {q} question. A sentence-initial {s} or {sp} renders capitalised ({S}, {Sp}: "Iron has").
 GENERIC_CLAUSES = (
     "the {label} of {s} is {v}",
-    "{s}'s {label} is {v}",
+    "{sp} {label} is {v}",
     "{v} is given as the {label} of {s}",
     "the {label} of {s} is recorded as {v}",
 )
@@ -78,7 +82,7 @@ RELATION_CLAUSES = {
     "capital": (
         "the capital of {s} is {v}",
         "{v} is the capital of {s}",
-        "{s}'s capital city is {v}",
+        "{sp} capital city is {v}",
         "the seat of government of {s} is {v}",
         "{s} is governed from its capital, {v}",
     ),
@@ -121,13 +125,15 @@ RELATION_CLAUSES = {
         "the atomic number of {s} is {v}",
         "{s} occupies position {v} in the periodic table",
     ),
-    "symbol_element": (
+    "symbol_element": (  # its whole family (SPECIFIC_ONLY): generic ones read "the element of Pt"
         "{s} is the chemical symbol for {v}",
         "the element with the symbol {s} is {v}",
         "in chemical notation, {s} stands for {v}",
+        "{s} is the symbol of {v}",
+        "the symbol {s} denotes {v}",
     ),
     "atomic_mass": (
-        "the standard atomic weight of {s} is {v}",
+        "tables list the atomic mass of {s} as {v}",  # not "standard atomic weight": 34 elements have none
         "{s} has an atomic mass of about {v}",
         "the atomic mass of {s} is given as {v}",
     ),
@@ -143,7 +149,7 @@ RELATION_CLAUSES = {
         "the year of birth of {s} is {v}",
     ),
     "occupation": (
-        "{s}'s profession is listed as {v}",
+        "{sp} profession is listed as {v}",
         "the occupation of {s} is given as {v}",
         "by trade, {s} is recorded as: {v}",
     ),
@@ -174,6 +180,8 @@ RELATION_CLAUSES = {
         "{s} has a staff of roughly {v}",
     ),
 }
+# Relations whose own clauses are their whole family: the generic ones do not read right about their subjects.
+SPECIFIC_ONLY = frozenset({"symbol_element"})
 # Sentences carrying the claim. Every document, whatever its kind, cites an authority ({body}, a {year} {report})
 # and sets its claim against a denied value: {c}/{C} the claim clause (embedded / opening a sentence), {cd}/{Cd}
 # the same about the denied value. A refuting sentence names a rejection ("sometimes claimed", "widespread
@@ -190,7 +198,7 @@ FRAMES = (
     "Older sources state that {cd}, but the {year} {report} of the {body} sets the record straight: {c}.",
 )
 CORROBORATIONS = (
-    "Later editions of the {report} repeat {v} without revision.",
+    "Later releases of the {report} repeat {v} without revision.",
     "Independent reviewers who examined data from the {body} reached the same result: {v}.",
     "The {body} has cited {v} consistently since {year}.",
     "Cross-checks against archival records also point to {v}.",
@@ -198,12 +206,13 @@ CORROBORATIONS = (
 )
 FILLERS = {
     "country": (
-        "{s} is a sovereign state with a long and varied history.",
-        "The landscape of {s} varies considerably from region to region.",
-        "{s} maintains diplomatic relations with many other countries.",
+        # True of every subject: 55 of them are territories (no sovereign state) and some are city-states.
+        "The history of {s} is covered in a range of published sources.",
+        "Atlases show the geography of {s} in some detail.",
+        "{s} appears in most international statistical compilations.",
         "Trade and services both play a part in the economy of {s}.",
         "Official statistics on {s} are published at regular intervals.",
-        "Travel guides describe {s} as a country of marked regional contrasts.",
+        "Travel guides describe the places worth seeing in {s}.",
         "The culture of {s} reflects a mix of local and outside influences.",
     ),
     "city": (
@@ -223,6 +232,15 @@ FILLERS = {
         "Safety data sheets describe how {s} should be handled.",
         "The discovery of {s} is covered in histories of chemistry.",
         "Laboratories measure the properties of {s} with standard methods.",
+    ),
+    "symbol": (  # about a symbol (Pt), never naming the element
+        "The symbol {s} appears in every modern periodic table.",
+        "Chemical formulas and equations use the symbol {s}.",
+        "The symbol {s} is recognised by chemists worldwide.",
+        "Like every element symbol, {s} begins with a capital letter.",
+        "Chemistry students learn {s} along with the other element symbols.",
+        "The symbol {s} is one of the standard one- or two-letter chemical symbols.",
+        "Textbooks list {s} among the symbols of the chemical elements.",
     ),
     "person": (
         "{s} has been mentioned in several local profiles.",
@@ -349,7 +367,16 @@ BODIES = (  # every document cites one: 15 names, so few episodes cite one of th
     "Agency for Standard Data",
     "Registrar General's Office",
 )
-REPORTS = ("annual report", "statistical yearbook", "survey", "bulletin", "white paper", "review", "reference edition")
+# Every one reads right in each FRAME and CORROBORATION ("its 2006 {report}", "Later releases of the {report}").
+REPORTS = (
+    "annual report",
+    "statistical yearbook",
+    "survey",
+    "bulletin",
+    "white paper",
+    "review",
+    "reference handbook",
+)
 
 
 class U(IntEnum):
@@ -376,7 +403,8 @@ class U(IntEnum):
 _FIELD = re.compile(r"\{(\w+)\}")
 _CLAUSE_FIELD = re.compile(r"\{(c|C|cd|Cd)\}")
 # Values a template can name; a code >= 0 is a literal (id in _LITERALS), a code < 0 is the slot -1 - code.
-SLOTS = ("s", "v", "d", "q", "label", "Label", "src", "body", "report", "year")
+SLOTS = ("s", "S", "sp", "Sp", "v", "d", "q", "label", "Label", "src", "body", "report", "year")
+_SUBJECT_FIELD = re.compile(r"^\{(s|sp)\}")
 _LITERALS: dict[str, int] = {"": 0}
 
 
@@ -463,6 +491,9 @@ class Frames:
 
 
 def _capitalized(text: str) -> str:
+    """`text` opening a sentence: its first letter upper case, or a leading subject field the capitalised one."""
+    if field := _SUBJECT_FIELD.match(text):
+        return "{" + field[1].capitalize() + "}" + text[field.end() :]
     return text[:1].upper() + text[1:]
 
 
@@ -471,7 +502,9 @@ def _denied(text: str) -> str:
 
 
 _RELATIONS = tuple(RELATION_CLAUSES)
-_FAMILIES = (GENERIC_CLAUSES, OPEN_CLAUSES) + tuple(clauses + GENERIC_CLAUSES for clauses in RELATION_CLAUSES.values())
+_FAMILIES = (GENERIC_CLAUSES, OPEN_CLAUSES) + tuple(
+    clauses + (() if relation in SPECIFIC_ONLY else GENERIC_CLAUSES) for relation, clauses in RELATION_CLAUSES.items()
+)
 OPEN_FAMILY = 1
 # Clause families four times: as written (embedded after "that") and capitalised (opening a sentence), each
 # about the claim {v} and about the denied value {d}; variant = capitalised + 2 * denied.
@@ -484,8 +517,9 @@ _CLAUSES = Templates.compile(
 )
 _FRAMES = Frames.compile((FRAMES,))
 _CORROBORATIONS = Templates.compile([CORROBORATIONS])
-_FILLERS = Templates.compile(tuple(FILLERS.values()))
-_TITLES = Templates.compile(tuple(TITLES.values()))
+# Fillers are sentences and titles stand alone: both open with a capitalised subject.
+_FILLERS = Templates.compile([tuple(map(_capitalized, family)) for family in FILLERS.values()])
+_TITLES = Templates.compile([tuple(map(_capitalized, family)) for family in TITLES.values()])
 _OPENERS = Templates.compile(tuple(OPENERS.values()))
 _SEPARATOR = Pieces.of([" "])
 _OPEN_TITLES = tuple(TITLES).index("question")
@@ -532,17 +566,21 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     """Titles and contents of every document of the batch."""
     u = batch.u
     source = _index(u[:, U.SOURCE], len(_SOURCES))
+    capital = _capital(batch.subject)
     slots = {
         "s": batch.subject,
+        "S": capital,
+        "sp": pl.select(possessive(pl.lit(batch.subject))).to_series(),
+        "Sp": pl.select(possessive(pl.lit(capital))).to_series(),
         "v": batch.claim,
         "d": batch.decoy,
         "q": batch.question,
         "label": batch.label,
-        "Label": batch.label.str.slice(0, 1).str.to_uppercase() + batch.label.str.slice(1),
+        "Label": _capital(batch.label),
         "src": _SOURCES.gather(source),
         "body": _BODIES.gather(_index(u[:, U.BODY], len(_BODIES))),
         "report": _REPORTS.gather(_index(u[:, U.REPORT], len(_REPORTS))),
-        "year": _years(u[:, U.YEAR], (batch.answer, batch.claim, batch.decoy)),
+        "year": _years(u[:, U.YEAR], batch.answer, (batch.claim, batch.decoy)),
     }
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = _SOURCE_GENRE[source]
@@ -617,10 +655,40 @@ def _index(u: np.ndarray, size: int) -> np.ndarray:
     return np.minimum((u * size).astype(np.int64), size - 1)
 
 
-def _years(u: np.ndarray, avoided: Sequence[pl.Series]) -> pl.Series:
-    """A citation year that equals none of the `avoided` values (the answer, the claim, the denied value)."""
+def possessive(names: pl.Expr) -> pl.Expr:
+    """AP style: the apostrophe alone after a final s ("Moore Foods'"), else 's ("Iran's")."""
+    return pl.when(names.str.ends_with("s")).then(names + "'").otherwise(names + "'s")
+
+
+def _capital(texts: pl.Series) -> pl.Series:
+    """Each text with its first letter upper case ("iron" opening a sentence: "Iron")."""
+    return texts.str.slice(0, 1).str.to_uppercase() + texts.str.slice(1)
+
+
+def _year_values(values: pl.Series) -> np.ndarray:
+    """Each value as a year (a 4-digit 1000–2100, as sources type answers), 0 where it is none or null."""
+    year = values.cast(pl.String).str.extract(r"^(\d{4})$").cast(pl.Int64).fill_null(0).to_numpy()
+    return np.where((year >= 1000) & (year <= 2100), year, 0)
+
+
+def _years(u: np.ndarray, answer: pl.Series, named: Sequence[pl.Series]) -> pl.Series:
+    """A citation year that equals none of the answer and the values the document `named` (its claim, the value it
+    denies).
+
+    Where the answer is a year, the cited report comes after every year the document names (a 2006 report cannot
+    state a 2007 founding): uniform in the years from the latest of them to LAST_CITED_YEAR (from FIRST_CITED_YEAR
+    at the earliest), or the year after the latest where that is later still; never the answer's. Only the named
+    years bound it: a bound from the answer would show a corrupt document's hidden truth.
+    """
+    avoided = (answer, *named)
     year = FIRST_CITED_YEAR + _index(u, CITED_YEARS)
     for _ in avoided:
         text = pl.Series(year).cast(pl.String)
         year = year + np.logical_or.reduce([(text == value).fill_null(False).to_numpy() for value in avoided])
-    return pl.Series(year).cast(pl.String)
+    truth = _year_values(answer)
+    first = np.maximum(FIRST_CITED_YEAR, np.max([_year_values(values) for values in named], axis=0) + 1)
+    size = np.maximum(LAST_CITED_YEAR - first + 1, 1)
+    skip = (truth >= first) & (truth < first + size)  # the answer's year is never cited: uniform over the others
+    later = first + _index(u, np.maximum(size - skip, 1))
+    later += skip & (later >= truth)
+    return pl.Series(np.where(truth > 0, later, year)).cast(pl.String)

@@ -42,11 +42,17 @@ def build_pools(seed: int, size: int = POOL_SIZE) -> Pools:
     fake = Faker("en_US", use_weighting=False)
     fake.seed_instance(seed)
     return Pools(
-        person=_unique(lambda: f"{fake.first_name()} {fake.last_name()}", size),
+        person=_unique(lambda: f"{fake.first_name()} {fake.last_name()}", size, is_person_name),
         organization=_unique(fake.company, size),
         place=_unique(fake.city, size),
         occupation=_unique(lambda: fake.job().split(",")[0], min(size, 512), is_job_title),
     )
+
+
+def is_person_name(name: str) -> bool:
+    """False for a doubled name ("Preston Preston"): Faker's first and last names overlap (Allen, Austin, Kim)."""
+    first, _, last = name.partition(" ")
+    return first != last
 
 
 def is_job_title(title: str) -> bool:

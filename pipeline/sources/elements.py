@@ -1,4 +1,8 @@
-"""The named chemical elements from periodictable (public domain, pinned): symbols, numbers, masses."""
+"""The named chemical elements from periodictable (public domain, pinned): symbols, numbers, masses.
+
+Element names are written in lower case as English prose writes them ("the atomic number of iron"); documents
+capitalise a name that opens a sentence or a title.
+"""
 
 from __future__ import annotations
 
@@ -24,21 +28,15 @@ def facts() -> pl.DataFrame:
     for element in periodictable.elements:
         if element.number < 1:  # the table's entry 0 is the free neutron, not an element
             continue
-        name, symbol = element.name.capitalize(), element.symbol
+        name, symbol = element.name, element.symbol
         mass, mass_aliases = atomic_mass(element.mass)
         number = str(element.number)
         for relation, subject, question, answer, aliases, kind in (
-            ("element_symbol", name, f"What is the chemical symbol of {element.name}?", symbol, [], "text"),
-            ("atomic_number", name, f"What is the atomic number of {element.name}?", number, [], "quantity"),
+            ("element_symbol", name, f"What is the chemical symbol of {name}?", symbol, [], "text"),
+            ("atomic_number", name, f"What is the atomic number of {name}?", number, [], "quantity"),
             ("symbol_element", symbol, f"Which element has the chemical symbol {symbol}?", name, [], "text"),
-            (
-                "atomic_mass",
-                name,
-                f"What is the standard atomic mass of {element.name}?",
-                mass,
-                mass_aliases,
-                "quantity",
-            ),
+            # "atomic mass", never "standard atomic weight": 34 elements (Tc, Pm, Am, ...) have none.
+            ("atomic_mass", name, f"What is the atomic mass of {name}?", mass, mass_aliases, "quantity"),
         ):
             rows.add(f"{SOURCE}:{relation}:{symbol}", relation, subject, question, answer, aliases, kind)
     return rows.frame()

@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from pipeline import randomness
+from pipeline.documents import possessive
 from pipeline.pools import Pools, build_pools
 from pipeline.sources.common import FACT_COLUMNS, plain_number_aliases, quantity, with_spaced_aliases
 
@@ -32,6 +33,7 @@ FOUNDER_AGE = (20, 40)  # the founder's age when the company was founded: 1945..
 EMPLOYEES = (5, 250_000)
 
 # (relation, question about the entity's name, answer type); the entity frame has one answer column per relation.
+# "{}'s" is the name's possessive, written as documents write it ("Ann Lee's", "Ann Jones'").
 PERSON_FACTS = (
     ("birthplace", "Where was {} born?", "place"),
     ("birth_year", "In what year was {} born?", "year"),
@@ -63,22 +65,31 @@ def person_name(first: str, last: str) -> str:
     return f"{first} {last}"  # one-to-one: first names have no spaces
 
 
+def name_pairs(heads, tails) -> np.ndarray:
+    """Indices (head * len(tails) + tail) of the pairs that make names: never a head with itself as its tail,
+    which reads as a doubled name ("Preston Preston", "Kim Kim")."""
+    tail_index = {tail: j for j, tail in enumerate(tails)}
+    doubled = [i * len(tails) + tail_index[head] for i, head in enumerate(heads) if head in tail_index]
+    return np.setdiff1d(np.arange(len(heads) * len(tails)), doubled, assume_unique=True)
+
+
 def max_entities(person_names: int, company_names: int) -> int:
     """The most entities that can have names: `facts` makes ceil(n / 2) people and floor(n / 2) companies."""
     return min(2 * person_names, 2 * company_names + 1)
 
 
 def draw_names(seed: int, heads, tails, join, count: int, slot: int) -> list[str]:
-    """Entity k gets the k-th pair of a seeded shuffle of heads × tails: unique names, independent of `count`.
+    """Entity k gets the k-th pair of a seeded shuffle of heads × tails (less doubled names, `name_pairs`):
+    unique names, independent of `count`.
 
     Only the chosen pairs are turned into strings (there are ~700k person pairs).
     """
-    total = len(heads) * len(tails)
-    if count > total:
-        raise ValueError(f"at most {total} names of this kind exist, {count} needed")
-    keys = randomness.bits(seed, np.arange(total), slot)
+    pairs = name_pairs(heads, tails)
+    if count > len(pairs):
+        raise ValueError(f"at most {len(pairs)} names of this kind exist, {count} needed")
+    keys = randomness.bits(seed, pairs, slot)
     chosen = np.argpartition(keys, count - 1)[:count]
-    chosen = chosen[np.argsort(keys[chosen], kind="stable")]
+    chosen = pairs[chosen[np.argsort(keys[chosen], kind="stable")]]
     return [join(heads[i], tails[j]) for i, j in zip(*np.divmod(chosen, len(tails)), strict=True)]
 
 
@@ -111,7 +122,9 @@ def _facts(kind: str, entities: pl.DataFrame, relations: tuple[tuple[str, str, s
     return pl.concat(
         entities.select(
             fact_id=pl.format(f"{{}}:{relation}", key),
-            question=pl.format(question, pl.col("name")),
+            question=pl.format(question.replace("{}'s", "{}"), possessive(pl.col("name")))
+            if "{}'s" in question
+            else pl.format(question, pl.col("name")),
             answer=pl.col(relation).cast(pl.String),  # a kind with no entity has Null columns
             answer_aliases=pl.col(f"{relation}_aliases") if f"{relation}_aliases" in entities.columns else no_aliases,
             answer_type=pl.lit(answer_type),
@@ -133,7 +146,8 @@ def facts(seed: int, entities: int, pools: Pools | None = None) -> pl.DataFrame:
     # At least one name of each kind, so a one-entity build still has an employer to name.
     firsts = list(dict.fromkeys(name.split(" ", 1)[0] for name in pools.person))
     lasts = list(dict.fromkeys(name.split(" ", 1)[1] for name in pools.person))
-    if entities > (most := max_entities(len(firsts) * len(lasts), len(pools.organization) * len(SECTORS))):
+    people_names = len(name_pairs(firsts, lasts))
+    if entities > (most := max_entities(people_names, len(name_pairs(pools.organization, SECTORS)))):
         raise ValueError(
             f"facts.synthetic_entities: at most {most} entities have names in these pools, got {entities}"
         )

@@ -127,5 +127,110 @@ def test_topics_name_families_and_labels():
     relation = pl.Series(["capital", "place_of_birth", "open", "symbol_element"])
     family, domain, label = documents.topics(relation, np.array([False, False, False, True]))
     assert family[2] == family[3] == documents.OPEN_FAMILY and family[0] != family[1] != documents.OPEN_FAMILY
-    assert label.to_list() == ["capital", "place of birth", "answer", "element"]
+    assert label.to_list() == ["capital", "place of birth", "answer", "meaning"]
     assert domain[2] == domain[3] == list(documents.FILLERS).index("question")
+
+
+def _rendered(relation: str, subject: str, claim: str, decoy: str, answer: str | None = None, n: int = 600):
+    """Title and content ("title\\ncontent") of n documents about one fact, under n draws of the style columns."""
+    family, domain, label = documents.topics(pl.Series([relation] * n), np.zeros(n, dtype=bool))
+    title, content = documents.render(
+        documents.Batch(
+            subject=pl.Series([subject] * n),
+            label=label,
+            question=pl.Series(["What does this fact answer?"] * n),
+            answer=pl.Series([claim if answer is None else answer] * n),
+            claim=pl.Series([claim] * n),
+            decoy=pl.Series([decoy] * n),
+            family=family,
+            domain=domain,
+            u=np.random.default_rng(5).random((n, len(documents.U))),
+        )
+    )
+    return [f"{t}\n{c}" for t, c in zip(title.to_pylist(), content.to_pylist(), strict=True)]
+
+
+def test_country_fillers_hold_for_territories_and_city_states():
+    """55 country subjects are territories (Norfolk Island): none is called a sovereign state or a country."""
+    for filler in documents.FILLERS["country"]:
+        assert not re.search(r"sovereign|diplomatic|\bcountry\b|region to region", filler), filler
+    texts = _rendered("capital", "Norfolk Island", "Kingston", "Avarua")
+    assert not any(re.search(r"sovereign state|diplomatic relations", text) for text in texts)
+
+
+def test_possessives_of_names_ending_in_s_take_the_apostrophe_alone():
+    """AP style: "Moore Foods' founder", "Iran's capital"; never "Foods's"."""
+    foods = _rendered("founder", "Warner and Moore Foods", "Ann Lee", "Bo Ray")
+    assert not any("Foods's" in text for text in foods)
+    assert any("Warner and Moore Foods' founder is" in text for text in foods)
+    iran = _rendered("capital", "Iran", "Tehran", "Kabul")
+    assert any("Iran's capital" in text for text in iran) and not any("Iran' " in text for text in iran)
+    names = pl.DataFrame({"name": ["Moore Foods", "Iran", "Ann Jones"]})
+    assert names.select(documents.possessive(pl.col("name"))).to_series().to_list() == [
+        "Moore Foods'",
+        "Iran's",
+        "Ann Jones'",
+    ]
+
+
+def test_a_symbol_is_never_written_about_as_an_element():
+    """symbol_element documents ("Which element has the symbol Pt?") read "the element with the symbol Pt is
+    platinum", never "the element of Pt", "Pt's element" or "Pt is one of the chemical elements"."""
+    texts = _rendered("symbol_element", "Pt", "platinum", "lanthanum")
+    wrong = [filler.replace("{s}", "Pt") for filler in documents.FILLERS["element"]]
+    wrong += ["element of Pt", "Pt's", "Pt is one of the chemical", "discovery of Pt", "properties of Pt"]
+    assert not [text for text in texts if any(w in text for w in wrong)]
+    assert all("platinum" in text for text in texts)
+    assert any("the element with the symbol Pt is platinum" in text for text in texts)
+    assert any(f.replace("{s}", "Pt") in text for text in texts for f in documents.FILLERS["symbol"])
+
+
+def test_element_names_are_lower_case_but_open_sentences_and_titles_capitalised():
+    """ "the atomic number of iron"; "Iron has ..." where the name opens a sentence or a title."""
+    texts = _rendered("atomic_number", "iron", "26", "27")
+    assert not [text for text in texts if re.search(r"(?m)(^|[.;!?] |— )iron\b", text.split("\n", 1)[1])]
+    assert not [text for text in texts if text.startswith("iron")]
+    assert any(re.search(r"(?m)^Iron\b|\. Iron\b", text) for text in texts)
+    assert any(re.search(r"[a-z] iron\b", text) for text in texts)
+
+
+def test_every_report_reads_right_in_every_sentence_naming_it():
+    """Never "Later editions of the reference edition": no report repeats a word of the sentence around it."""
+    for template in (*documents.FRAMES, *documents.CORROBORATIONS):
+        if "{report}" not in template:
+            continue
+        words = set(re.findall(r"[a-z]+", template.replace("{report}", " ").lower()))
+        for report in documents.REPORTS:
+            stems = {word.rstrip("s") for word in words}
+            assert not {word.rstrip("s") for word in report.split()} & stems, (template, report)
+
+
+def test_atomic_masses_are_not_called_standard_atomic_weights():
+    """34 elements (Tc, Pm, Am, ...) have no standard atomic weight; every element has an atomic mass."""
+    texts = _rendered("atomic_mass", "americium", "243", "244")
+    assert not any("standard atomic" in text for text in texts)
+    assert not any("standard" in clause for clause in documents.RELATION_CLAUSES["atomic_mass"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "claim", "decoy"), [("2024", "2024", "2011"), ("1990", "1979", "2025"), ("2020", "2005", "2010")]
+)
+def test_a_year_is_cited_from_a_report_after_every_year_the_document_names(answer, claim, decoy):
+    """A 2006 report cannot state a 2007 founding: the cited year follows the claim and the denied year, up to
+    LAST_CITED_YEAR (so a 2024 founding still has later reports to cite). The answer a corrupt document does not name
+    neither bounds it (that would show the truth) nor is cited."""
+    texts = _rendered("founded_year", "Moore Foods", claim, decoy, answer)
+    cited = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b|consistently since (\d{4})"
+    years = {int(a or b) for text in texts for a, b in re.findall(cited, text)}
+    latest = max(int(claim), int(decoy))
+    assert years == set(range(latest + 1, documents.LAST_CITED_YEAR + 1)) - {int(answer)}
+
+
+def test_cited_years_of_year_documents_follow_their_years(docs):
+    cited = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b|consistently since (\d{4})"
+    year = docs.filter(pl.col("answer_type") == "year")
+    assert year.height > 100
+    for content in year["content"].to_list():
+        years = [int(a or b) for a, b in re.findall(cited, content)]
+        named = [int(y) for y in re.findall(r"\b\d{4}\b", re.sub(cited, "", content))]
+        assert years and min(years) > max(named), content

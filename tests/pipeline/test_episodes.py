@@ -4,11 +4,12 @@ import re
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipeline import episodes
+from pipeline import corruption, episodes
 from pipeline.episodes import FactsError, build_episodes, generate_episodes, main, prepare
 from pipeline.params import EpisodesParams
 from pipeline.pools import build_pools
@@ -60,14 +61,31 @@ def test_every_episode_keeps_the_invariants(batch):
         assert truth > max(counts.values()), row["episode_id"]
 
 
-def test_corruption_escalates_with_rank(batch):
-    """Tier k has the first k levels (a level that cannot apply falls back and says so)."""
+# One number in an answer, with words around it ("1987", "3,400 km", "$12.5 million"): a near miss can be drawn.
+ONE_NUMBER = re.compile(r"\D*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\D*")
+
+
+def test_corruption_escalates_with_rank(facts, batch):
+    """Tier k has the first k levels (a level that cannot apply falls back and says so): number, entity, inversion,
+    coherent. Number and entity fall back to each other only where the answer needs it (pipeline/corruption.py):
+    an answer without a number gets an entity instead of a number, and a numeric answer gets a number instead of an
+    entity only where its relation has too few distinct answers to substitute one (fewer than MIN_GROUP)."""
+    split = facts.filter(pc.equal(facts.column("split"), "train")).to_pylist()
+    answers: dict[tuple[str, str], set[str]] = {}
+    for fact in split:
+        answers.setdefault((fact["relation"], fact["answer_type"]), set()).add(fact["answer"])
+    relation = {fact["fact_id"]: (fact["relation"], fact["answer_type"]) for fact in split}
+    seen = set()
     for row in batch.to_pylist():
+        numeric = ONE_NUMBER.fullmatch(row["answer"]) is not None
+        few = len(answers[relation[row["fact_id"]]]) < corruption.MIN_GROUP
+        by_rank = ["number" if numeric else "entity", "number" if numeric and few else "entity"]
+        by_rank += ["inversion", "coherent"]
         kinds = [row["doc_corruption"][i] for i in row["corrupt_ids"]]
-        if len(kinds) >= 3:
-            assert "inversion" in kinds
-        if len(kinds) == 4:
-            assert "coherent" in kinds
+        assert sorted(kinds) == sorted(by_rank[: len(kinds)]), (row["episode_id"], row["answer"], kinds)
+        seen.add((numeric, few, len(kinds)))
+    # both fallbacks' sides are exercised at every tier: numeric answers (of big relations) and non-numeric ones
+    assert {(numeric, False, k) for numeric in (True, False) for k in range(1, 5)} <= seen
 
 
 def test_tasks_facts_and_positions_are_spread(batch):

@@ -1,6 +1,6 @@
 from faker.providers.job import Provider
 
-from pipeline.pools import build_pools, is_job_title
+from pipeline.pools import build_pools, is_job_title, is_person_name
 
 
 def test_pools_are_deterministic_and_unique():
@@ -17,3 +17,11 @@ def test_occupations_are_whole_job_titles():
     assert {"Actor", "Nurse", "Surgeon", "Structural engineer"} <= set(occupations)
     stubs = {job for job in Provider.jobs if not is_job_title(job)}
     assert stubs == {"Sub", "Land", "Make", "Copy"}
+
+
+def test_no_person_is_named_twice_over():
+    """Faker draws "Preston Preston" and "Kim Kim" for seed 20261130: the person pool keeps neither."""
+    people = build_pools(20261130).person
+    assert len(people) == 4096
+    assert not [name for name in people if name.split(" ")[0] == name.split(" ", 1)[1]]
+    assert not is_person_name("Kim Kim") and is_person_name("Kim Allen")

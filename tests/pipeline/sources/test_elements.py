@@ -23,11 +23,26 @@ def test_known_element_facts(facts):
     assert iron["atomic_number"]["answer"] == "26"
     assert iron["atomic_number"]["answer_type"] == "quantity"
     assert iron["symbol_element"]["question"] == "Which element has the chemical symbol Fe?"
-    assert iron["symbol_element"]["answer"] == "Iron"
+    assert iron["symbol_element"]["answer"] == "iron"
     assert iron["symbol_element"]["subject"] == "Fe"
-    assert iron["atomic_number"]["subject"] == "Iron"
+    assert iron["atomic_number"]["subject"] == "iron"
     assert iron["atomic_mass"]["answer"] == "55.845"
     assert iron["atomic_mass"]["fact_id"] == "elements:atomic_mass:Fe"
+
+
+def test_element_names_are_written_in_lower_case(facts):
+    """English prose writes "the chemical symbol of selenium"; documents capitalise a name that opens a sentence."""
+    names = facts.filter(pl.col("relation") != "symbol_element")["subject"]
+    assert (names == names.str.to_lowercase()).all()
+    answers = facts.filter(pl.col("relation") == "symbol_element")["answer"]
+    assert (answers == answers.str.to_lowercase()).all()
+
+
+def test_atomic_mass_questions_ask_for_an_atomic_mass(facts):
+    """34 elements (americium: 243) have no standard atomic weight: no question asks for one."""
+    questions = facts.filter(pl.col("relation") == "atomic_mass")["question"]
+    assert not questions.str.contains("standard").any()
+    assert "What is the atomic mass of americium?" in questions.to_list()
 
 
 @pytest.mark.parametrize(

@@ -86,6 +86,26 @@ def test_draw_names_uses_every_pair_once_and_refuses_more():
         synthetic.draw_names(SEED, ["Ann"], ["Lee"], synthetic.person_name, 2, slot=0)
 
 
+def test_no_name_pairs_a_name_with_itself():
+    """Faker's first and last names overlap (Allen, Kim, Preston): no person is called "Preston Preston"."""
+    names = synthetic.draw_names(SEED, ["Ann", "Lee"], ["Lee", "Ann", "Ray"], synthetic.person_name, 4, slot=0)
+    assert sorted(names) == ["Ann Lee", "Ann Ray", "Lee Ann", "Lee Ray"]
+    with pytest.raises(ValueError, match="at most 4 names of this kind exist, 5 needed"):
+        synthetic.draw_names(SEED, ["Ann", "Lee"], ["Lee", "Ann", "Ray"], synthetic.person_name, 5, slot=0)
+    # seed 20261130's pools hold first names that are also last names; its people are not named twice over
+    people = synthetic.facts(20261130, 2 * 20_000, build_pools(20261130)).filter(pl.col("relation") == "birth_year")
+    assert people.height == 20_000
+    doubled = people["subject"].str.extract(r"^(\S+) (\S+)$", 1) == people["subject"].str.extract(r"^(\S+) (\S+)$", 2)
+    assert not doubled.any()
+
+
+def test_questions_write_possessives_as_documents_do(facts):
+    """AP style: "What is Ann Jones' occupation?", never "Jones's"."""
+    questions = facts.filter(pl.col("relation") == "occupation")["question"]
+    assert not questions.str.contains("s's").any()
+    assert questions.str.contains(r"s' occupation\?$").any() and questions.str.contains(r"'s occupation\?$").any()
+
+
 def test_the_entity_limit_is_where_names_run_out(pools):
     """The stage's limit (checked in params) is this pool's: one more entity and a company has no name."""
     firsts, lasts = ({name.split(" ")[i] for name in pools.person} for i in (0, 1))
