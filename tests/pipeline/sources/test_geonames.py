@@ -145,3 +145,16 @@ def test_a_city_is_asked_its_country_only_where_one_country_is_true(facts):
     populations = set(facts.filter(pl.col("relation") == "city_population")["subject"])
     assert {"Kwai Chung", "Jerusalem"} <= populations
     assert {"China", "Israel", "United States"} <= set(cities["answer"])
+
+
+def test_country_names_read_as_sentences_write_them(facts):
+    """Documents write about "the Philippines" (the subject), and a city's country is its bare name, as "Netherlands"
+    without GeoNames' "The", with the article's spelling accepted too."""
+    capital = facts.filter(pl.col("fact_id") == "geonames:capital:PH").row(0, named=True)
+    assert capital["subject"] == "the Philippines" and capital["question"] == "What is the capital of the Philippines?"
+    assert facts.filter(pl.col("fact_id") == "geonames:capital:FR")["subject"].item() == "France"
+    cities = facts.filter(pl.col("relation") == "city_country")
+    assert not cities.filter(pl.col("answer").str.starts_with("The ")).height
+    dutch = cities.filter(pl.col("answer") == "Netherlands").row(0, named=True)
+    assert normalize("The Netherlands") in accepted_answers(dutch["answer"], dutch["answer_aliases"])
+    assert cities.filter(pl.col("answer") == "France")["answer_aliases"].to_list()[0] == []
