@@ -54,6 +54,19 @@ def test_reader_takes_sentence_case_answers_whole():
     assert (reading.answer, reading.votes, reading.dissenting) == ("Holiday representative", 3, (3,))
 
 
+def test_reader_does_not_run_a_name_into_a_phrase_about_it():
+    """ "repeat Stockholm without revision": the answer is Stockholm, even where most documents say so; a
+    sentence-case answer whose tail opens with another word ("English as a second language teacher") stays whole."""
+    docs = [
+        "The capital of Sweden is Stockholm. Later releases of the survey repeat Stockholm without revision.",
+        "Records give the capital of Sweden as Stockholm. Later reviews repeat Stockholm without revision.",
+        "As the Bureau noted, the capital of Sweden is Stockholm; some summaries mistakenly say that it is Uppsala.",
+    ]
+    assert read("What is the capital of Sweden?", docs).answer == "Stockholm"
+    teacher = ["Ann Lee's profession is listed as English as a second language teacher."] * 2
+    assert read("What is Ann Lee's occupation?", teacher).answer == "English as a second language teacher"
+
+
 def test_reader_answers_the_suite_dataset_from_visible_text(rows):
     episodes = [row for row in rows.values() if row["split"] == "validation"]
     correct = [
