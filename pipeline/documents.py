@@ -429,7 +429,7 @@ SLOTS = (
     "report",
     "year",
 )
-_SUBJECT_FIELD = re.compile(r"^\{(s|sp|av)\}")
+_OPENING_FIELD = re.compile(r"^\{(s|sp|av)\}")  # a field whose capitalised form opens a sentence
 _VALUE_FIELD = re.compile(r"\{(v|d)\}")
 _LITERALS: dict[str, int] = {"": 0}
 
@@ -517,8 +517,9 @@ class Frames:
 
 
 def _capitalized(text: str) -> str:
-    """`text` opening a sentence: its first letter upper case, or a leading subject field the capitalised one."""
-    if field := _SUBJECT_FIELD.match(text):
+    """`text` opening a sentence: its first letter upper case, or a leading subject or article field the
+    capitalised one."""
+    if field := _OPENING_FIELD.match(text):
         return "{" + field[1].capitalize() + "}" + text[field.end() :]
     return text[:1].upper() + text[1:]
 
@@ -598,12 +599,12 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     """Titles and contents of every document of the batch."""
     u = batch.u
     source = _index(u[:, U.SOURCE], len(_SOURCES))
-    capital = _capital(batch.subject)
+    owner = pl.select(possessive(pl.lit(batch.subject))).to_series()
     slots = {
         "s": batch.subject,
-        "S": capital,
-        "sp": pl.select(possessive(pl.lit(batch.subject))).to_series(),
-        "Sp": pl.select(possessive(pl.lit(capital))).to_series(),
+        "S": _capital(batch.subject),
+        "sp": owner,
+        "Sp": _capital(owner),
         "v": batch.claim,
         "d": batch.decoy,
         **_articles("av", batch.claim, batch.family),

@@ -126,7 +126,8 @@ def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str],
     facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")]
     shared = city["countrycode"] in NO_CITY_COUNTRY or str(city["geonameid"]) in NO_CITY_COUNTRY_CITIES
     if country.lower() not in name.lower() and not shared:
-        article = [in_sentence(country)] if in_sentence(country) != country else []  # "the Philippines" scores too
+        written = in_sentence(country)
+        article = [written] if written != country else []  # "the Philippines" scores too
         facts.append(("city_country", f"In which country is the city of {name}?", country, article, "place"))
     return facts
 
@@ -137,8 +138,8 @@ def facts() -> pl.DataFrame:
     countries = {iso: country for iso, country in listed.items() if iso not in DISSOLVED}
     rows = FactRows(SOURCE)
     for iso, country in sorted(countries.items()):
+        subject = in_sentence(country["name"])  # "the capital of the Philippines is Manila"
         for relation, question, answer, aliases, kind in country_facts(country):
-            subject = in_sentence(country["name"])  # "the capital of the Philippines is Manila"
             rows.add(f"{SOURCE}:{relation}:{iso}", relation, subject, question, answer, aliases, kind)
 
     cities = cache.get_cities()
