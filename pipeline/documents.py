@@ -357,23 +357,79 @@ SOURCES = {
         "History Buffs Forum",
     ),
 }
-BODIES = (  # every document cites one: 15 names, so few episodes cite one of them as often as they state the answer
-    "International Bureau of Statistics",
-    "Office of National Records",
+# Every document cites a body that keeps records of its topic (a registry of companies for a company, a
+# gazetteer board for a city), 13-15 per topic: few episodes cite one of them as often as they state the answer.
+_RECORDS = ("Office of National Records", "National Archives Service", "Board of Public Information")
+_STATISTICS = ("International Bureau of Statistics", "Federal Data Commission", "Agency for Standard Data")
+_GEOGRAPHY = (
+    *_RECORDS,
+    *_STATISTICS,
     "Commission on Geographic Names",
-    "Institute for Reference Standards",
-    "Central Registry of Companies",
-    "Bureau of Civil Records",
-    "Council for Scientific Data",
-    "Federal Data Commission",
     "United Survey Office",
+    "Council on Population Studies",
+    "Institute of World Geography",
+    "Gazetteer Standards Board",
+    "Census Coordination Office",
+)
+_SCIENCE = (
+    "Council for Scientific Data",
     "Academy of Sciences Data Committee",
+    "Institute for Reference Standards",
+    "Agency for Standard Data",
+    "Board of Chemical Nomenclature",
+    "Laboratory for Physical Constants",
+    "Society for Chemical Records",
+    "Commission on Elemental Data",
+    "Institute of Materials Science",
+    "National Standards Laboratory",
+    "Council on Chemical Education",
     "Royal Society of Record Keepers",
     "National Archives Service",
-    "Board of Public Information",
-    "Agency for Standard Data",
-    "Registrar General's Office",
 )
+_GENERAL = (
+    *_RECORDS,
+    *_STATISTICS,
+    "Institute for Reference Standards",
+    "Royal Society of Record Keepers",
+    "Bureau of Public Records",
+    "National Reference Library",
+    "Council of Public Archives",
+    "Academy of Sciences Data Committee",
+    "Registrar General's Office",
+    "United Survey Office",
+)
+BODIES = {  # keyed like FILLERS (a document's domain)
+    "country": (*_GEOGRAPHY, "Bureau of International Affairs", "Monetary Standards Council"),
+    "city": (*_GEOGRAPHY, "Institute of Urban Studies", "Bureau of Municipal Records"),
+    "element": _SCIENCE,
+    "symbol": _SCIENCE,
+    "person": (
+        *_RECORDS,
+        *_STATISTICS,
+        "Bureau of Civil Records",
+        "Registrar General's Office",
+        "Royal Society of Record Keepers",
+        "Biographical Records Council",
+        "Civil Registration Office",
+        "Bureau of Vital Statistics",
+        "Council of Professional Registers",
+        "Labour Statistics Office",
+    ),
+    "company": (
+        *_RECORDS,
+        *_STATISTICS,
+        "Central Registry of Companies",
+        "Commercial Registry Authority",
+        "Chamber of Commerce Records Office",
+        "Trade Statistics Bureau",
+        "Business Registration Office",
+        "Corporate Filings Office",
+        "Council of Industry Data",
+        "Labour Statistics Office",
+    ),
+    "subject": _GENERAL,
+    "question": _GENERAL,
+}
 # Every one reads right in each FRAME and CORROBORATION ("its 2006 {report}", "Later releases of the {report}").
 REPORTS = (
     "annual report",
@@ -558,7 +614,9 @@ _SEPARATOR = Pieces.of([" "])
 _OPEN_TITLES = tuple(TITLES).index("question")
 _SOURCES = pl.Series([name for names in SOURCES.values() for name in names])
 _SOURCE_GENRE = np.repeat(np.arange(len(SOURCES)), [len(names) for names in SOURCES.values()])
-_BODIES = pl.Series(BODIES)
+_BODIES = pl.Series([name for names in BODIES.values() for name in names])
+_BODY_COUNT = np.array([len(names) for names in BODIES.values()], dtype=np.int64)
+_BODY_START = np.r_[0, np.cumsum(_BODY_COUNT)[:-1]]
 _REPORTS = pl.Series(REPORTS)
 _LITERAL_SERIES = pl.Series(list(_LITERALS), dtype=pl.String)
 _ALL_CODES = np.array(_CODES, dtype=np.int64)
@@ -613,7 +671,7 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
         "label": batch.label,
         "Label": _capital(batch.label),
         "src": _SOURCES.gather(source),
-        "body": _BODIES.gather(_index(u[:, U.BODY], len(_BODIES))),
+        "body": _BODIES.gather(_BODY_START[batch.domain] + _index(u[:, U.BODY], _BODY_COUNT[batch.domain])),
         "report": _REPORTS.gather(_index(u[:, U.REPORT], len(_REPORTS))),
         "year": _years(u[:, U.YEAR], batch.answer, (batch.claim, batch.decoy)),
     }
@@ -686,7 +744,7 @@ def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -
     return rows.cast(pa.string())
 
 
-def _index(u: np.ndarray, size: int) -> np.ndarray:
+def _index(u: np.ndarray, size: int | np.ndarray) -> np.ndarray:
     return np.minimum((u * size).astype(np.int64), size - 1)
 
 

@@ -30,7 +30,16 @@ from tqdm import tqdm
 
 from pipeline import corruption, documents, engines, hiddenkey
 from pipeline.checksums import file_sha256
-from pipeline.params import DEFAULT_PARAMS, EpisodesParams, ParamsError, params_hash, read_params, section, seed
+from pipeline.params import (
+    DEFAULT_PARAMS,
+    EpisodesParams,
+    ParamsError,
+    params_hash,
+    read_params,
+    section,
+    seed,
+    stage_parser,
+)
 from pipeline.pools import Pools, build_pools
 from pipeline.randomness import bits, integers, permutations
 from pipeline.schema import (
@@ -60,6 +69,7 @@ from pipeline.writer import (
 
 log = logging.getLogger(__name__)
 OUT_DIR = Path("data/episodes")
+FACTS_DIR = Path("data/facts")
 
 
 class Slot(IntEnum):
@@ -482,7 +492,7 @@ AUDIT_SECTION = Path("benchmarks/results/audit.md")
 
 def main(
     params_file: Path = DEFAULT_PARAMS,
-    facts_dir: Path = Path("data/facts"),
+    facts_dir: Path = FACTS_DIR,
     out_dir: Path = OUT_DIR,
     answers_dir: Path | None = None,
 ) -> None:
@@ -534,8 +544,17 @@ def main(
     )
 
 
+def cli(argv: list[str] | None = None) -> None:
+    parser = stage_parser("pipeline.episodes", __doc__)
+    parser.add_argument("--facts", type=Path, default=FACTS_DIR, help="the facts folder (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="the dataset folder (default: %(default)s)")
+    parser.add_argument("--answers", type=Path, help="the hidden splits' ground truth (default: answers beside --out)")
+    args = parser.parse_args(argv)
+    main(args.params, args.facts, args.out, args.answers)
+
+
 if __name__ == "__main__":
     # The importable module's main: Ray ships functions of __main__ by value, each with its own copy of _WORKER.
-    from pipeline.episodes import main as module_main
+    from pipeline.episodes import cli
 
-    module_main()
+    cli()

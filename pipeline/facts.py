@@ -21,7 +21,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import hiddenkey
-from pipeline.params import DEFAULT_PARAMS, EpisodesParams, FactsParams, ParamsError, read_params, section, seed
+from pipeline.params import (
+    DEFAULT_PARAMS,
+    EpisodesParams,
+    FactsParams,
+    ParamsError,
+    read_params,
+    section,
+    seed,
+    stage_parser,
+)
 from pipeline.pools import build_pools
 from pipeline.schema import FACT_SCHEMA, SPLITS
 from pipeline.sources import elements, geonames, hub, synthetic
@@ -149,6 +158,13 @@ def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
     )
 
 
+def cli(argv: list[str] | None = None) -> None:
+    parser = stage_parser("pipeline.facts", __doc__)
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="the facts folder (default: %(default)s)")
+    args = parser.parse_args(argv)
+    main(args.params, args.out)
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    main()
+    cli()

@@ -6,6 +6,7 @@ at the start of `dvc repro`, not an hour into it.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import math
@@ -154,6 +155,13 @@ def is_git_tag(value: str) -> bool:
 
 
 Section = TypeVar("Section", bound=BaseModel)
+
+
+def stage_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
+    """A stage's command line (`python -m module`): its docstring's first line, and --params."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=(doc or "").splitlines()[0])
+    parser.add_argument("--params", type=Path, default=DEFAULT_PARAMS, help="the params file (default: %(default)s)")
+    return parser
 
 
 def read_params(path: Path = DEFAULT_PARAMS) -> dict:

@@ -12,7 +12,6 @@ The receipt is written last, after the tag exists: a failed publish leaves no re
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -28,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.checksums import file_sha256
 from pipeline.filechecks import check_files, published_hidden_columns
-from pipeline.params import DEFAULT_PARAMS, HubParams, ParamsError, read_params, section
+from pipeline.params import HubParams, ParamsError, read_params, section, stage_parser
 from pipeline.schema import ManifestError
 from pipeline.writer import read_manifest, write_text_atomic
 
@@ -199,8 +198,7 @@ def write_receipt(receipt: Receipt, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", type=Path, default=DEFAULT_PARAMS)
+    parser = stage_parser("pipeline.publish", __doc__)
     parser.add_argument("--folder", type=Path, default=FOLDER, help="the dataset folder to push")
     parser.add_argument("--receipt", type=Path, default=RECEIPT)
     args = parser.parse_args(argv)

@@ -7,6 +7,7 @@ pipeline.filechecks. Writes the metrics that `dvc metrics show` reads; any viola
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import time
@@ -128,16 +129,16 @@ def violation_message(metrics: dict) -> str:
     return "dataset invariants violated:\n" + "\n".join(lines) if lines else ""
 
 
-def main() -> None:
+def main(data_dir: Path = DATA_DIR, answers_dir: Path = ANSWERS_DIR, metrics_path: Path = METRICS_PATH) -> None:
     """The stage; a folder it cannot check (ManifestError) ends it with a one-line message (exit status 1)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.perf_counter()
     try:
-        metrics = validate(DATA_DIR, progress=True, answers=ANSWERS_DIR)
+        metrics = validate(data_dir, progress=True, answers=answers_dir)
     except ManifestError as err:
         raise SystemExit(f"validate: {err}") from None
-    METRICS_PATH.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(METRICS_PATH, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    metrics_path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(metrics_path, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     if message := violation_message(metrics):
         raise SystemExit(message)
     log.info(
@@ -145,9 +146,20 @@ def main() -> None:
         f"{metrics['episodes']['total']:,}",
         len(INVARIANTS),
         time.perf_counter() - started,
-        METRICS_PATH,
+        metrics_path,
     )
 
 
+def cli(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.validate", description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset folder (default: %(default)s)")
+    parser.add_argument(
+        "--answers", type=Path, default=ANSWERS_DIR, help="the hidden splits' ground truth (default: %(default)s)"
+    )
+    parser.add_argument("--metrics", type=Path, default=METRICS_PATH, help="the metrics file (default: %(default)s)")
+    args = parser.parse_args(argv)
+    main(args.data, args.answers, args.metrics)
+
+
 if __name__ == "__main__":
-    main()
+    cli()

@@ -28,7 +28,8 @@ _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _POSSESSIVE_IN_TEXT = re.compile(r"['’]s\b")
 _TAIL = re.compile(r"((?: [a-z][\w'’/-]*)+)\.?$")
-# A tail opening with one of these is a phrase about the name ("Stockholm without revision"), not part of it.
+# A tail ends before the first of these: what follows is a phrase about the name ("Stockholm without revision",
+# "Production assistant without revision"), not part of it.
 _NOT_A_TAIL = re.compile(r" (without|with|since|from|after|before|in|on|at|by|for|to|until)\b")
 
 
@@ -56,8 +57,9 @@ def _sentence_candidates(sentence: str, asked: str) -> list[tuple[int, str]]:
             continue
         spans.append((match.start(), name))
         tail = _TAIL.match(sentence, match.end())
-        if tail and match.start() > 0 and " " not in name and not _NOT_A_TAIL.match(tail.group(1)):
-            spans.append((match.start(), name + tail.group(1)))
+        words = _NOT_A_TAIL.split(tail.group(1), maxsplit=1)[0] if tail else ""
+        if words and match.start() > 0 and " " not in name:
+            spans.append((match.start(), name + words))
     return sorted((start, text) for start, text in spans if normalize(text) and f" {normalize(text)} " not in asked)
 
 

@@ -55,6 +55,7 @@ def _pattern(template: str) -> str:
 
 
 _SOURCE_NAMES = [name for names in documents.SOURCES.values() for name in names]
+_BODY_NAMES = list(dict.fromkeys(name for names in documents.BODIES.values() for name in names))
 _FRAMES = [_pattern(t) for t in documents.FRAMES]
 _CORROBORATIONS = "|".join(f"(?:{_pattern(t)})" for t in documents.CORROBORATIONS)
 _CITED = r"\b\d{4} (?:" + "|".join(documents.REPORTS) + r")\b|consistently since \d{4}"
@@ -75,7 +76,7 @@ def layout(d: pl.DataFrame) -> pl.DataFrame:
             "frame": _first_match(_FRAMES, d["content"]),
             "corroborations": d["content"].str.count_matches(_CORROBORATIONS),
             "source": _index(_SOURCE_NAMES, text),
-            "body": _index(documents.BODIES, d["content"]),
+            "body": _index(_BODY_NAMES, d["content"]),
             "claim_chars": claim.str.len_chars(),
             "claim_words": claim.str.count_matches(r"\S+"),
             "claim_digits": digits.str.len_chars(),

@@ -45,7 +45,8 @@ def test_every_claim_sentence_cites_an_authority_and_denies_a_value():
 
 def test_kinds_share_sources_authorities_and_lengths(docs):
     """Per kind, the named authority, the claim sentence and the length follow the clean documents' distribution."""
-    bodies = "(" + "|".join(re.escape(body) for body in documents.BODIES) + ")"
+    names = {body for bodies in documents.BODIES.values() for body in bodies}
+    bodies = "(" + "|".join(re.escape(body) for body in names) + ")"
     frames = docs.with_columns(
         body=pl.col("content").str.extract(bodies),
         sentences=pl.col("content").str.count_matches(r"[.;]( |$)"),
@@ -247,3 +248,27 @@ def test_a_country_takes_its_article_where_it_names_a_citys_country():
     assert not any(re.search(r"\b[Tt]he Brazil", text) for text in texts)
     others = _rendered("capital", "France", "Paris", "Lyon")  # only a city's country takes an article
     assert not any(re.search(r"\b[Tt]he (Paris|Lyon)", text) for text in others)
+
+
+@pytest.mark.parametrize(
+    ("relation", "subject", "claim", "decoy", "kept", "foreign"),
+    [
+        ("founder", "Moore Foods", "Ann Lee", "Bo Ray", "company", "Council for Scientific Data"),
+        ("atomic_number", "iron", "26", "27", "element", "Central Registry of Companies"),
+        ("occupation", "Ann Lee", "Geologist", "Nurse", "person", "Laboratory for Physical Constants"),
+        ("city_population", "Lyon", "513,275", "480,000", "city", "Bureau of Civil Records"),
+    ],
+)
+def test_a_document_cites_a_body_that_keeps_records_of_its_topic(relation, subject, claim, decoy, kept, foreign):
+    """A registry of companies vouches for a founder, never for an atomic number; each topic's bodies all occur."""
+    texts = _rendered(relation, subject, claim, decoy)
+    named = [[body for body in documents.BODIES[kept] if body in text] for text in texts]
+    assert all(named), [text for text, bodies in zip(texts, named, strict=True) if not bodies][:2]
+    assert {body for bodies in named for body in bodies} == set(documents.BODIES[kept])
+    assert foreign not in documents.BODIES[kept] and not any(foreign in text for text in texts)
+
+
+def test_every_topic_has_bodies_enough_that_few_episodes_repeat_one():
+    assert set(documents.BODIES) == set(documents.FILLERS)
+    for names in documents.BODIES.values():
+        assert len(names) == len(set(names)) >= 13

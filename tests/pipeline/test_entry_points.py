@@ -4,6 +4,7 @@ The publish stage's are in test_publish.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,9 +21,9 @@ FACTS = Path("data/facts/facts.parquet")
 MANIFEST = Path("data/episodes/manifest.json")
 
 
-def run_stage(stage: str, cwd: Path) -> subprocess.CompletedProcess:
+def run_stage(stage: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", f"pipeline.{stage}"]
+    cmd = [sys.executable, "-m", f"pipeline.{stage}", *args]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -99,3 +100,33 @@ def test_validate_stage_names_a_missing_or_corrupt_manifest(tmp_path, files, nee
 
     assert_one_line_failure(result, "validate", needle, "dvc repro episodes")
     assert not (tmp_path / "data" / "metrics").exists()
+
+
+@pytest.mark.parametrize("stage", ["facts", "episodes", "validate"])
+def test_a_stage_asked_for_help_or_given_an_unknown_option_does_no_work(tmp_path, stage):
+    """`--help` prints the usage; a mistyped option fails naming it. Neither builds from the default params."""
+    project(tmp_path)
+    helped = run_stage(stage, tmp_path, "--help")
+    assert helped.returncode == 0 and helped.stdout.startswith(f"usage: python -m pipeline.{stage}"), helped.stderr
+    wrong = run_stage(stage, tmp_path, "--seed", "3")
+    assert wrong.returncode == 2 and "unrecognized arguments: --seed 3" in wrong.stderr, wrong.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_the_stages_read_and_write_where_their_options_say(tmp_path):
+    """--params, --out, --facts, --data, --answers and --metrics: a build entirely outside data/."""
+    project(tmp_path)
+    (tmp_path / "params.yaml").rename(tmp_path / "small.yaml")
+    build = tmp_path / "build"
+    steps = [
+        ("facts", "--params", "small.yaml", "--out", "build/facts"),
+        ("episodes", "--params", "small.yaml", "--facts", "build/facts", "--out", "build/episodes"),
+        ("validate", "--data", "build/episodes", "--answers", "build/answers", "--metrics", "build/metrics.json"),
+    ]
+    for stage, *args in steps:
+        result = run_stage(stage, tmp_path, *args)
+        assert result.returncode == 0, result.stderr
+    assert (build / "facts" / "facts.parquet").is_file() and (build / "answers" / "manifest.json").is_file()
+    metrics = json.loads((build / "metrics.json").read_text())
+    assert metrics["episodes"]["total"] == EPISODES["train"] + EPISODES["validation"] + EPISODES["test"]
+    assert not any(metrics["violations"].values()) and not (tmp_path / "data").exists()

@@ -65,6 +65,8 @@ def test_reader_does_not_run_a_name_into_a_phrase_about_it():
     assert read("What is the capital of Sweden?", docs).answer == "Stockholm"
     teacher = ["Ann Lee's profession is listed as English as a second language teacher."] * 2
     assert read("What is Ann Lee's occupation?", teacher).answer == "English as a second language teacher"
+    repeated = ["Later releases of the survey repeat Production assistant without revision."] * 2
+    assert read("What is Ann Lee's occupation?", repeated).answer == "Production assistant"
 
 
 def test_reader_answers_the_suite_dataset_from_visible_text(rows):
