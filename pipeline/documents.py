@@ -189,6 +189,12 @@ RELATION_CLAUSES = {
 }
 # Relations whose own clauses are their whole family: the generic ones do not read right about their subjects.
 SPECIFIC_ONLY = frozenset({"symbol_element"})
+# Relations whose values are capitalised names, so a clause may open a sentence with one ("Stockholm is the capital
+# of Sweden"); elsewhere a value may be a number ("7,540 is given as ...") or lower case, and never opens one.
+NAMED_VALUES = frozenset(
+    {"capital", "continent", "currency", "city_country", "birthplace", "occupation", "employer", "founder"}
+    | {"headquarters", "element_symbol"}
+)
 # Sentences carrying the claim. Every document, whatever its kind, cites an authority ({body}, a {year} {report})
 # and sets its claim against a denied value: {c}/{C} the claim clause (embedded / opening a sentence), {cd}/{Cd}
 # the same about the denied value. A refuting sentence names a rejection ("sometimes claimed", "widespread
@@ -593,15 +599,28 @@ _RELATIONS = tuple(RELATION_CLAUSES)
 _FAMILIES = (GENERIC_CLAUSES, OPEN_CLAUSES) + tuple(
     clauses + (() if relation in SPECIFIC_ONLY else GENERIC_CLAUSES) for relation, clauses in RELATION_CLAUSES.items()
 )
+_NAMED = (False, False) + tuple(relation in NAMED_VALUES for relation in _RELATIONS)
 OPEN_FAMILY = 1
 _COUNTRY_VALUES = 2 + _RELATIONS.index("city_country")  # the clause family whose values are countries
+
+
+def _opening(family: Sequence[str], named: bool) -> tuple[str, ...]:
+    """The clauses of a family that may open a sentence: those that open with the value only where it is a name."""
+    return tuple(_capitalized(_articled(text)) for text in family if named or not _VALUE_FIELD.match(text))
+
+
+def _embedded(family: Sequence[str], named: bool) -> tuple[str, ...]:
+    return tuple(map(_articled, family))
+
+
 # Clause families four times: as written (embedded after "that") and capitalised (opening a sentence), each
 # about the claim {v} and about the denied value {d}; variant = capitalised + 2 * denied.
 _CLAUSES = Templates.compile(
     [
-        tuple(map(style, map(_articled, family)))
-        for style in (str, _capitalized, _denied, lambda t: _denied(_capitalized(t)))
-        for family in _FAMILIES
+        tuple(map(denied, style(family, named)))
+        for denied in (str, _denied)
+        for style in (_embedded, _opening)
+        for family, named in zip(_FAMILIES, _NAMED, strict=True)
     ]
 )
 _FRAMES = Frames.compile((FRAMES,))

