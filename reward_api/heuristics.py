@@ -27,7 +27,7 @@ _NAME = re.compile(rf"{_WORD}(?:(?:,? | and | of | of the | de | du | la | von |
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _POSSESSIVE_IN_TEXT = re.compile(r"['’]s\b")
-_TAIL = re.compile(r"((?: [a-z][\w'’/-]*)+)\.?$")
+_TAIL = re.compile(r"((?: [a-z][\w'’/-]*)+)(?=[.,;:)]|$)")
 # A tail ends before the first of these: what follows is a phrase about the name ("Stockholm without revision",
 # "Production assistant without revision"), not part of it.
 _NOT_A_TAIL = re.compile(r" (without|with|since|from|after|before|in|on|at|by|for|to|until)\b")
@@ -45,9 +45,9 @@ class Reading:
 def _sentence_candidates(sentence: str, asked: str) -> list[tuple[int, str]]:
     """(position, text) of the numbers and capitalised names a sentence states that the question does not name.
 
-    A capitalised word that only lowercase words follow to the end of the sentence also counts with them, up to a
-    word opening a phrase about it (_NOT_A_TAIL), for answers written in sentence case ("... the recorded trade of
-    Ann Lee is Tourist information centre manager.").
+    A capitalised name that only lowercase words follow to a punctuation mark or the end of the sentence also counts
+    with them, up to a word opening a phrase about it (_NOT_A_TAIL), for answers written in sentence case ("... the
+    recorded trade of Ann Lee is Tourist information centre manager.", "Civil Service administrator, according to").
     """
     spans = [(m.start(), m.group().rstrip(".,")) for m in _NUMBER.finditer(sentence)]
     for match in _NAME.finditer(sentence):
@@ -59,7 +59,7 @@ def _sentence_candidates(sentence: str, asked: str) -> list[tuple[int, str]]:
         spans.append((match.start(), name))
         tail = _TAIL.match(sentence, match.end())
         words = _NOT_A_TAIL.split(tail.group(1), maxsplit=1)[0] if tail else ""
-        if words and match.start() > 0 and " " not in name:
+        if words and match.start() > 0:
             spans.append((match.start(), name + words))
     return sorted((start, text) for start, text in spans if normalize(text) and f" {normalize(text)} " not in asked)
 

@@ -67,6 +67,12 @@ def test_reader_does_not_run_a_name_into_a_phrase_about_it():
     assert read("What is Ann Lee's occupation?", teacher).answer == "English as a second language teacher"
     repeated = ["Later releases of the survey repeat Production assistant without revision."] * 2
     assert read("What is Ann Lee's occupation?", repeated).answer == "Production assistant"
+    cited = [
+        "The occupation of Ann Lee is Civil Service administrator, according to the 1998 survey of the Board.",
+        "As the Board noted, Ann Lee's occupation is Civil Service administrator; some say that it is Nurse.",
+        "The Board has not changed this entry (Civil Service administrator).",
+    ]
+    assert read("What is Ann Lee's occupation?", cited).answer == "Civil Service administrator"
 
 
 def test_reader_answers_the_suite_dataset_from_visible_text(rows):
