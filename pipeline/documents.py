@@ -97,7 +97,7 @@ RELATION_CLAUSES = {
         "{s} is located in {v}",
         "{s} lies on the continent of {v}",
         "geographically, {s} belongs to {v}",
-        "{s} is a country in {v}",
+        "maps place {s} in {v}",  # not "a country in": 55 subjects are territories
     ),
     "population": (
         "{s} has a population of about {v}",

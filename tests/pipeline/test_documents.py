@@ -158,6 +158,9 @@ def test_country_fillers_hold_for_territories_and_city_states():
         assert not re.search(r"sovereign|diplomatic|\bcountry\b|region to region", filler), filler
     texts = _rendered("capital", "Norfolk Island", "Kingston", "Avarua")
     assert not any(re.search(r"sovereign state|diplomatic relations", text) for text in texts)
+    continents = _rendered("continent", "Norfolk Island", "Oceania", "Asia")
+    assert not any(re.search(r"\bcountry\b", text) for text in continents)
+    assert any("maps place Norfolk Island in Oceania" in text for text in continents)
 
 
 def test_possessives_of_names_ending_in_s_take_the_apostrophe_alone():
