@@ -61,7 +61,11 @@ CURRENCY_NAMES = {"KHR": "Riel"}  # GeoNames' "Riels"
 # special administrative region (its sovereign state is true too) or a territory whose sovereignty is disputed.
 NO_CITY_COUNTRY = frozenset({"CW", "EH", "HK", "MO", "PR", "PS", "TW", "XK"})
 NO_CITY_COUNTRY_CITIES = frozenset({"281184", "7498240"})  # Jerusalem, West Jerusalem
-NO_CITY_COUNTRY_REGIONS = frozenset({("UA", "11"), ("UA", "20")})  # (country, admin1): Crimea, Sevastopol
+# (country, admin1) of regions another state claims to have annexed: Crimea, Sevastopol, and the Donetsk, Luhansk,
+# Zaporizhzhia and Kherson oblasts.
+NO_CITY_COUNTRY_REGIONS = frozenset(
+    {("UA", "11"), ("UA", "20"), ("UA", "05"), ("UA", "14"), ("UA", "26"), ("UA", "08")}
+)
 # Other names of a country, each accepted where a city's country is asked: the official or former name, the
 # abbreviation ("Türkiye", "Czech Republic", "USA"); an answer from knowledge scores. None names another country
 # ("Korea", "Congo", "Great Britain" are left out).

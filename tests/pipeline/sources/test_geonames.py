@@ -137,12 +137,12 @@ def test_curated_countries_exist_in_the_data():
 
 
 def test_a_city_is_asked_its_country_only_where_one_country_is_true(facts):
-    """Tuen Mun is in Hong Kong and in China; Jerusalem's and Crimea's status is disputed: none is asked its country,
-    but their populations are still asked."""
+    """Tuen Mun is in Hong Kong and in China; the status of Jerusalem, Crimea and the oblasts Russia claims to have
+    annexed is disputed: none is asked its country, but their populations are still asked."""
     cities = facts.filter(pl.col("relation") == "city_country")
     assert not set(cities["answer"]) & {"Hong Kong", "Macao", "Taiwan", "Puerto Rico", "Kosovo", "Curacao"}
     assert not set(cities["answer"]) & {"Palestinian Territory", "Western Sahara"}
-    crimea = {"Sevastopol", "Simferopol", "Kerch", "Yevpatoriya"}
+    crimea = {"Sevastopol", "Simferopol", "Kerch", "Yevpatoriya", "Horlivka", "Luhansk", "Mariupol", "Zaporizhzhya"}
     assert not {"Jerusalem", "West Jerusalem", *crimea} & set(cities["subject"])
     populations = set(facts.filter(pl.col("relation") == "city_population")["subject"])
     assert {"Tuen Mun", "Jerusalem", *crimea} <= populations
