@@ -91,24 +91,24 @@ RELATION_CLAUSES = {
         "{v} is the capital of {s}",
         "{sp} capital city is {v}",
         "the seat of government of {s} is {v}",
-        "{s} is governed from its capital, {v}",
+        "the government of {s} sits in {v}",
     ),
-    "continent": (
-        "{s} is located in {v}",
-        "{s} lies on the continent of {v}",
-        "geographically, {s} belongs to {v}",
+    "continent": (  # no verb agrees with the subject: some are plural ("the Cayman Islands")
+        "geographers place {s} in {v}",
+        "the continent of {v} includes {s}",
+        "world atlases list {s} under {v}",
         "maps place {s} in {v}",  # not "a country in": 55 subjects are territories
     ),
     "population": (
-        "{s} has a population of about {v}",
+        "the number of people living in {s} is about {v}",
         "roughly {v} people live in {s}",
         "the population of {s} stands at around {v}",
-        "{s} is home to approximately {v} inhabitants",
+        "the inhabitants of {s} number approximately {v}",
     ),
     "currency": (
         "the official currency of {s} is the {v}",
         "prices in {s} are quoted in the {v}",
-        "{s} uses the {v} as its currency",
+        "the {v} is the currency in use in {s}",
     ),
     "city_country": (
         "{s} is a city in {v}",
@@ -222,7 +222,7 @@ FILLERS = {
         # True of every subject: 55 of them are territories (no sovereign state) and some are city-states.
         "The history of {s} is covered in a range of published sources.",
         "Atlases show the geography of {s} in some detail.",
-        "{s} appears in most international statistical compilations.",
+        "Most international statistical compilations include {s}.",
         "Trade and services both play a part in the economy of {s}.",
         "Official statistics on {s} are published at regular intervals.",
         "Travel guides describe the places worth seeing in {s}.",

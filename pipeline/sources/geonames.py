@@ -108,6 +108,7 @@ OTHER_CONTINENTS = {
     "TR": "Europe",
 }
 _THE = re.compile(THE_COUNTRIES)
+_PLURAL = re.compile(r"(Islands|Territories)$")  # "On which continent are the Cayman Islands?"
 
 
 def country_name(listed: str) -> str:
@@ -140,8 +141,15 @@ def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
     )
     currency = CURRENCY_NAMES.get(code, country["currencyname"].strip())
     continent, other_continent = CONTINENTS[country["continentcode"]], OTHER_CONTINENTS.get(iso)
+    verb = "are" if _PLURAL.search(where) else "is"
     facts = [
-        ("continent", f"On which continent is {where}?", continent, [other_continent] * bool(other_continent), "place")
+        (
+            "continent",
+            f"On which continent {verb} {where}?",
+            continent,
+            [other_continent] * bool(other_continent),
+            "place",
+        )
     ]
     if capital and iso not in CONTESTED_CAPITALS:
         aliases = [*folded_aliases(capital), *OTHER_CAPITALS.get(iso, [])]

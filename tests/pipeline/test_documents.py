@@ -283,3 +283,16 @@ def test_no_sentence_opens_with_a_number_or_a_lower_case_letter(docs):
     opening = docs["content"].str.extract_all(r"(?:^|[.!?] )([0-9a-z])").list.len()
     assert opening.sum() == 0, docs.filter(opening > 0)["content"].head(3).to_list()
     assert docs["content"].str.contains(r"that [0-9][0-9,.]* is given as").any()  # embedded, the clause stays
+
+
+def test_no_verb_agrees_with_a_country_that_may_be_plural():
+    """ "the Cayman Islands is located in ..." read wrong: a country's clauses and fillers give it no verb."""
+    for relation, claim, decoy in [
+        ("continent", "North America", "Europe"),
+        ("capital", "George Town", "Kingston"),
+        ("population", "64,174", "58,000"),
+        ("currency", "Dollar", "Pound"),
+    ]:
+        texts = _rendered(relation, "the Cayman Islands", claim, decoy)
+        agrees = r"(?<!of )(?<!in )the Cayman Islands (is|has|uses|lies|belongs|appears)\b"
+        assert not any(re.search(agrees, text, re.I) for text in texts), relation

@@ -28,6 +28,8 @@ def test_known_country_facts(facts):
     )
     assert answer("geonames:capital:GB")["question"] == "What is the capital of the United Kingdom?"
     assert answer("geonames:continent:BR")["answer"] == "South America"
+    assert answer("geonames:continent:KY")["question"] == "On which continent are the Cayman Islands?"
+    assert answer("geonames:continent:FR")["question"] == "On which continent is France?"
     assert answer("geonames:currency:JP")["answer_aliases"] == ["JPY"]
     population = answer("geonames:population:FR")
     assert population["answer_type"] == "quantity"
