@@ -64,7 +64,7 @@ NO_CITY_COUNTRY_CITIES = frozenset({"281184", "7498240"})  # Jerusalem, West Jer
 # (country, admin1) of regions another state claims to have annexed: Crimea, Sevastopol, and the Donetsk, Luhansk,
 # Zaporizhzhia and Kherson oblasts.
 NO_CITY_COUNTRY_REGIONS = frozenset(
-    {("UA", "11"), ("UA", "20"), ("UA", "05"), ("UA", "14"), ("UA", "26"), ("UA", "08")}
+    {("UA", "05"), ("UA", "08"), ("UA", "11"), ("UA", "14"), ("UA", "20"), ("UA", "26")}
 )
 # Other names of a country, each accepted where a city's country is asked: the official or former name, the
 # abbreviation ("Türkiye", "Czech Republic", "USA"); an answer from knowledge scores. None names another country
@@ -134,23 +134,12 @@ def name_key(name: str) -> str:
 def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
     """(relation, question, answer, aliases, answer type) for one country; facts the data lacks are left out."""
     iso, where = country["iso"], in_sentence(country["name"].strip())
-    capital, population, code = (
-        current_name(country["capital"].strip()),
-        country["population"],
-        country["currencycode"],
-    )
+    capital = current_name(country["capital"].strip())
+    population, code = country["population"], country["currencycode"]
     currency = CURRENCY_NAMES.get(code, country["currencyname"].strip())
     continent, other_continent = CONTINENTS[country["continentcode"]], OTHER_CONTINENTS.get(iso)
-    verb = "are" if _PLURAL.search(where) else "is"
-    facts = [
-        (
-            "continent",
-            f"On which continent {verb} {where}?",
-            continent,
-            [other_continent] * bool(other_continent),
-            "place",
-        )
-    ]
+    question = f"On which continent {'are' if _PLURAL.search(where) else 'is'} {where}?"
+    facts = [("continent", question, continent, [other_continent] * bool(other_continent), "place")]
     if capital and iso not in CONTESTED_CAPITALS:
         aliases = [*folded_aliases(capital), *OTHER_CAPITALS.get(iso, [])]
         facts.append(("capital", f"What is the capital of {where}?", capital, aliases, "place"))
@@ -226,7 +215,7 @@ def facts() -> pl.DataFrame:
         name, country, key = current_name(city["name"].strip()), countries.get(city["countrycode"]), keys[geonameid]
         if city["population"] < MIN_CITY_POPULATION or name_counts[key] > 1 or key in country_names or not country:
             continue
-        if str(geonameid) in parts:
+        if geonameid in parts:  # a district of a bigger city
             continue
         for relation, question, answer, aliases, kind in city_facts(city, country_name(country["name"])):
             rows.add(f"{SOURCE}:{relation}:{geonameid}", relation, name, question, answer, aliases, kind)
