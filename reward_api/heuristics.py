@@ -27,10 +27,12 @@ _NAME = re.compile(rf"{_WORD}(?:(?:,? | and | of | of the | de | du | la | von |
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _POSSESSIVE_IN_TEXT = re.compile(r"['’]s\b")
-_TAIL = re.compile(r"((?: [a-z][\w'’/-]*)+)(?=[.,;:)]|$)")
+_TAIL = re.compile(r"((?: [a-z][\w'’/-]*)+(?: \([a-z][\w'’/ -]*\))?)(?=[.,;:)]|$)")
 # A tail ends before the first of these: what follows is a phrase about the name ("Stockholm without revision",
-# "Production assistant without revision"), not part of it.
-_NOT_A_TAIL = re.compile(r" (without|with|since|from|after|before|in|on|at|by|for|to|until)\b")
+# "Production assistant without revision") or what it does ("Kr is given as ..."), not part of it.
+_NOT_A_TAIL = re.compile(
+    r" (without|with|since|from|after|before|in|on|at|by|for|to|until|is|are|was|were|has|have|had)\b"
+)
 
 
 @dataclass(frozen=True)
@@ -45,13 +47,15 @@ class Reading:
 def _sentence_candidates(sentence: str, asked: str) -> list[tuple[int, str]]:
     """(position, text) of the numbers and capitalised names a sentence states that the question does not name.
 
-    A capitalised name that only lowercase words follow to a punctuation mark or the end of the sentence also counts
-    with them, up to a word opening a phrase about it (_NOT_A_TAIL), for answers written in sentence case ("... the
-    recorded trade of Ann Lee is Tourist information centre manager.", "Civil Service administrator, according to").
+    A capitalised name that only lowercase words (and a parenthesis of them) follow to a punctuation mark or the end
+    of the sentence also counts with them, up to a word opening a phrase about it (_NOT_A_TAIL), for answers written
+    in sentence case ("... the recorded trade of Ann Lee is Tourist information centre manager.", "Civil Service
+    administrator, according to", "Research scientist (medical)", "Barrister's clerk").
     """
     spans = [(m.start(), m.group().rstrip(".,")) for m in _NUMBER.finditer(sentence)]
     for match in _NAME.finditer(sentence):
-        name = _POSSESSIVE.sub("", match.group().rstrip(".,"))
+        written = match.group().rstrip(".,")
+        name = _POSSESSIVE.sub("", written)
         if f" {normalize(name)} " in asked:
             continue
         if match.start() == 0 and " " not in name:  # a capitalised first word is usually just a first word
@@ -60,7 +64,7 @@ def _sentence_candidates(sentence: str, asked: str) -> list[tuple[int, str]]:
         tail = _TAIL.match(sentence, match.end())
         words = _NOT_A_TAIL.split(tail.group(1), maxsplit=1)[0] if tail else ""
         if words and match.start() > 0:
-            spans.append((match.start(), name + words))
+            spans.append((match.start(), written + words))  # "Barrister's clerk" keeps its possessive
     return sorted((start, text) for start, text in spans if normalize(text) and f" {normalize(text)} " not in asked)
 
 
