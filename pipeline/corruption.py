@@ -44,6 +44,9 @@ U_COLUMNS = 3
 YEAR_SHIFT = (1, 20)  # a year's near miss moves it this many years (before redraw rounds widen it)
 QUANTITY_SHIFT = (5, 35)  # another number's moves it this many percent, in whole units of its rounding (at least 1)
 SEPARATED_FROM = 1000  # sources write quantities from here up with thousands separators (`sources.common.quantity`)
+# A wrong count of SEPARATED_FROM or more lies at least this far from the truth: sources round counts, so a
+# document claiming "about 200,000" people where 202,402 live would be true (substitutes are other facts' answers).
+MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
 ANY_PRECISION = 19
 _NUMERIC = r"^(\D*?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,6}))?(\D*)$"
@@ -325,6 +328,18 @@ def _format(value: np.ndarray, decimals: np.ndarray, separated: np.ndarray, pref
     return frame.select(pl.concat_str(["prefix", body, fraction, "suffix"])).to_series()
 
 
+def _too_close(t: Truths, rows: np.ndarray, values: pl.Series) -> np.ndarray:
+    """Per item: a wrong count within MIN_COUNT_GAP of its fact's true count (years and small numbers are exact)."""
+    truth = t.value[rows] / 10.0 ** t.decimals[rows]
+    counted = np.flatnonzero(t.numeric[rows] & ~t.year[rows] & (truth >= SEPARATED_FROM))
+    close = np.zeros(len(rows), dtype=bool)
+    if len(counted):
+        digits = values.gather(counted).str.replace_all(",", "").str.extract(r"(\d+(?:\.\d+)?)")
+        number = digits.cast(pl.Float64).fill_null(np.nan).to_numpy()
+        close[counted] = np.abs(number - truth[counted]) < MIN_COUNT_GAP * truth[counted]
+    return close
+
+
 def resolve(
     t: Truths,
     rows: np.ndarray,
@@ -343,7 +358,7 @@ def resolve(
     rounds = 2 * SPREAD_ROUNDS + int(t.distinct.size.max())
     for round_ in range(rounds):
         value, key, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_)
-        bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1)
+        bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | _too_close(t, rows[todo], value)
         for avoided in avoid:
             bad |= key == avoided[todo]
         values.append(value.filter(~bad))

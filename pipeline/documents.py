@@ -338,9 +338,9 @@ SOURCES = {
         "Global Wire",
         "The Evening Chronicle",
     ),
-    "reference": (
-        "Open Atlas Gazetteer",
-        "World Places Gazetteer",
+    "reference": (  # reference works on any topic: a gazetteer would be cited about a person or an element
+        "Open Reference Index",
+        "World Facts Directory",
         "International Registry of Records",
         "National Data Office",
         "Public Statistics Portal",

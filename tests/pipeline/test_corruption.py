@@ -237,3 +237,19 @@ def test_near_misses_stay_inside_the_range_of_the_relations_answers(pools):
     assert (numbers[:120] >= 1950).all() and (numbers[:120] <= 2000).all()
     assert ((numbers[120:] >= 120) & (numbers[120:] <= 250)).all()
     assert (numbers[:60] > 1950).all() and (numbers[60:120] < 2000).all()  # the edges move inwards
+
+
+def test_a_wrong_count_is_never_within_a_rounding_of_the_truth(pools):
+    """Other cities' populations as substitutes: "about 200,000" where 202,402 live would be true. Counts below
+    SEPARATED_FROM (atomic numbers) and years are exact, so a neighbouring value stays a fair wrong claim."""
+    populations = ["202,402", "200,000", "198,645", "205,000", "150,000", "260,000", "310,000", "99,500"]
+    small = [str(n) for n in range(20, 32)]
+    facts = _facts([(p, [], "quantity", "city_population") for p in populations])
+    facts = pl.concat([facts, _facts([(n, [], "quantity", "atomic_number") for n in small])])
+    truths = corruption.truths(facts, pools)
+    for level in (ENTITY, INVERSION, NUMBER):
+        values, _, _ = _claims(truths, [0] * 400, level)
+        numbers = np.array([float(v.replace(",", "")) for v in values])
+        assert (np.abs(numbers - 202_402) >= 0.05 * 202_402).all(), level
+    values, _, _ = _claims(truths, [len(populations)] * 400, ENTITY)  # truth: 20
+    assert "21" in values

@@ -122,6 +122,8 @@ def test_wording_tables_fit_the_renderer():
     assert all(len(titles) >= 4 for titles in documents.TITLES.values())
     assert set(documents.TITLES) == {*documents.SOURCES, "question"}
     assert documents.NAMED_VALUES <= set(documents.RELATION_CLAUSES)
+    # Every source is drawn for every topic: none may be a work on places alone ("World Places Gazetteer" on a person).
+    assert not [name for names in documents.SOURCES.values() for name in names if re.search(r"Gazetteer|Atlas", name)]
     assert all(documents.FRAMES)
 
 
