@@ -40,7 +40,7 @@ from pipeline.params import (
     seed,
     stage_parser,
 )
-from pipeline.pools import Pools, build_pools
+from pipeline.pools import Pools, stored_pools
 from pipeline.randomness import bits, integers, permutations
 from pipeline.schema import (
     CORRUPTION_KINDS,
@@ -342,17 +342,19 @@ def read_facts(facts_dir: Path) -> tuple[pa.Table, str]:
         raise FactsError(f"{path}: not a facts table (its columns are not FACT_SCHEMA's); re-{rebuild}")
     if missing := sorted(set(SPLITS) - set(facts.column("split").unique().to_pylist())):
         raise FactsError(f"{path}: no fact in split(s) {missing}; episodes need facts in every split")
+    if stored_pools(facts.schema.metadata) is None:
+        raise FactsError(f"{path}: no name pools in its metadata (an older facts stage wrote it); re-{rebuild}")
     return facts, hashlib.sha256(data).hexdigest()
 
 
 def _install(facts_dir: Path, facts_sha256: str, seed: int, split_keys: dict[str, bytes]) -> None:
     """Each worker reads the facts the stage checked (the path travels, not the table: `engines.run_local`) and
-    builds the pools once; splits are prepared on first use. `split_keys` hold each hidden split's draw key."""
+    the pools stored with them; splits are prepared on first use. `split_keys` hold each hidden split's draw key."""
     facts, sha256 = read_facts(facts_dir)
     if sha256 != facts_sha256:
         raise FactsError(f"{Path(facts_dir) / FACTS_FILE}: changed while the episodes stage ran; run the stage again")
     _WORKER.clear()
-    _WORKER.update(facts=facts, pools=build_pools(seed), seed=seed, split_keys=split_keys)
+    _WORKER.update(facts=facts, pools=stored_pools(facts.schema.metadata), seed=seed, split_keys=split_keys)
 
 
 def _check_key(facts: pa.Table, path: Path, key: bytes) -> None:

@@ -31,7 +31,7 @@ from pipeline.params import (
     seed,
     stage_parser,
 )
-from pipeline.pools import build_pools
+from pipeline.pools import build_pools, pools_metadata
 from pipeline.schema import FACT_SCHEMA, SPLITS
 from pipeline.sources import elements, geonames, hub, synthetic
 
@@ -100,10 +100,10 @@ def build_facts(
             f"facts.split_weights: no fact falls in split {', '.join(empty)} of {len(splits)} facts "
             f"(weights {params.split_weights}): raise its weight or add facts (sources, synthetic_entities)"
         )
-    table = facts.select(FACT_SCHEMA.names).to_arrow().cast(FACT_SCHEMA)
-    if hidden_key is None:
-        return table
-    return table.replace_schema_metadata({hiddenkey.FINGERPRINT_KEY: hiddenkey.fingerprint(hidden_key)})
+    metadata = pools_metadata(build_pools(seed))  # the published seed's, as the episodes draw from it
+    if hidden_key is not None:
+        metadata[hiddenkey.FINGERPRINT_KEY] = hiddenkey.fingerprint(hidden_key).encode()
+    return facts.select(FACT_SCHEMA.names).to_arrow().cast(FACT_SCHEMA).replace_schema_metadata(metadata)
 
 
 def summarise(table: pa.Table) -> dict:
@@ -121,7 +121,7 @@ def write_facts(table: pa.Table, out_dir: Path) -> None:
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = table.cast(FACT_SCHEMA).replace_schema_metadata(table.schema.metadata)  # a hidden build's key fingerprint
+    table = table.cast(FACT_SCHEMA).replace_schema_metadata(table.schema.metadata)  # the pools, a key's fingerprint
     parquet, summary = out_dir / "facts.parquet", out_dir / "summary.json"
     staged = {path: path.with_name(f".{path.name}.tmp") for path in (summary, parquet)}
     try:

@@ -2,17 +2,22 @@
 
 Faker is far too slow to call per episode, so each build draws fixed-size pools from a seeded
 instance and everything downstream indexes into them. Faker is pinned exactly in pyproject.toml:
-its output changes between releases, and the pools are part of the dataset's content.
+its output changes between releases, and the pools are part of the dataset's content. The facts stage
+stores them in its table's metadata (`pools_metadata`, `stored_pools`): the episodes stage and its workers read them
+there and never start Faker (its import and the draws cost each process half a second).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from faker import Faker
-
 POOL_SIZE = 4096
+METADATA_KEY = b"contextcorruption.pools"  # facts table metadata: the pools as JSON, one list per field
 # Faker's job list holds four stubs that name no occupation ("Sub", "Land", "Make", "Copy"); its shortest real
 # one-word titles have five letters ("Actor", "Nurse"), so shorter one-word titles are dropped.
 MIN_ONE_WORD_JOB = 5
@@ -40,8 +45,11 @@ def _unique(draw, size: int, keep=lambda value: True) -> tuple[str, ...]:
     return tuple(seen)
 
 
+@functools.cache  # Pools is immutable; the facts stage needs the same pools for synthetic facts and the metadata
 def build_pools(seed: int, size: int = POOL_SIZE) -> Pools:
     """Deterministic for a given (seed, size, Faker version); each pool has unique entries in draw order."""
+    from faker import Faker  # here, not at the top: the episodes stage imports this module and reads stored pools
+
     fake = Faker("en_US", use_weighting=False)
     fake.seed_instance(seed)
     return Pools(
@@ -50,6 +58,19 @@ def build_pools(seed: int, size: int = POOL_SIZE) -> Pools:
         place=_unique(lambda: mc_cased(fake.city()), size),
         occupation=specific_jobs(_unique(lambda: fake.job().split(",")[0], min(size, 512), is_job_title)),
     )
+
+
+def pools_metadata(pools: Pools) -> dict[bytes, bytes]:
+    """The pools as a table metadata entry (`stored_pools` reads it back)."""
+    return {METADATA_KEY: json.dumps(dataclasses.asdict(pools), ensure_ascii=False).encode()}
+
+
+def stored_pools(table_metadata: Mapping[bytes, bytes] | None) -> Pools | None:
+    """The pools a facts table's metadata holds; None when it holds none."""
+    data = (table_metadata or {}).get(METADATA_KEY)
+    if data is None:
+        return None
+    return Pools(**{name: tuple(values) for name, values in json.loads(data).items()})
 
 
 def mc_cased(name: str) -> str:

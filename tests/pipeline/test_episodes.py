@@ -175,8 +175,12 @@ def test_main_refuses_bad_params_before_any_work(facts_dir, tmp_path):
             lambda path: pq.write_table(pq.read_table(path, filters=[("split", "!=", "test")]), path),
             r"no fact in split\(s\) \['test'\]",
         ),
+        (
+            lambda path: pq.write_table(pq.read_table(path).replace_schema_metadata(None), path),
+            r"no name pools in its metadata",
+        ),
     ],
-    ids=["truncated", "other-columns", "split-missing"],
+    ids=["truncated", "other-columns", "split-missing", "pools-missing"],
 )
 def test_unreadable_facts_fail_in_the_parent_before_any_work(facts_dir, tmp_path, damage, message):
     facts = tmp_path / "facts" / "facts.parquet"

@@ -9,6 +9,7 @@ import yaml
 
 from pipeline.facts import assign_splits, build_facts, deduplicate, main, write_facts
 from pipeline.params import FactsParams, ParamsError
+from pipeline.pools import build_pools, stored_pools
 from pipeline.schema import ANSWER_TYPES, FACT_SCHEMA, SPLITS
 from pipeline.sources.common import FactRows
 
@@ -36,6 +37,14 @@ def test_table_has_the_fact_schema_sorted_by_unique_fact_id(table):
     assert set(table["source"].to_pylist()) == set(SMALL_FACTS.sources)
     assert set(table["answer_type"].to_pylist()) <= set(ANSWER_TYPES)
     assert set(table["split"].to_pylist()) == set(SPLITS)
+
+
+def test_a_keyed_build_stores_the_pools_of_the_published_seed(table):
+    """The episodes draw wrong names from the published seed's pools; a hidden build's key changes its synthetic
+    facts (drawn from a keyed seed), not those pools."""
+    keyed = build_facts(SMALL_FACTS, SEED, hidden_key=b"k" * 32)
+    assert stored_pools(keyed.schema.metadata) == stored_pools(table.schema.metadata) == build_pools(SEED)
+    assert not keyed.equals(table)
 
 
 def test_seed_changes_synthetic_facts_only(table):
@@ -95,6 +104,7 @@ def test_write_facts_round_trip(tmp_path, table):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["facts.parquet", "summary.json"]
     back = pq.read_table(tmp_path / "facts.parquet")
     assert back.schema.equals(FACT_SCHEMA) and back.equals(table)
+    assert stored_pools(back.schema.metadata) == build_pools(SEED), "the episodes stage draws from these pools"
     assert pq.ParquetFile(tmp_path / "facts.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["facts"] == table.num_rows

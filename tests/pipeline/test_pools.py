@@ -2,7 +2,15 @@ import re
 
 from faker.providers.job import Provider
 
-from pipeline.pools import build_pools, is_job_title, is_person_name, mc_cased, specific_jobs
+from pipeline.pools import (
+    build_pools,
+    is_job_title,
+    is_person_name,
+    mc_cased,
+    pools_metadata,
+    specific_jobs,
+    stored_pools,
+)
 
 
 def test_pools_are_deterministic_and_unique():
@@ -54,3 +62,9 @@ def test_names_are_mc_cased():
     assert not [name for name in names if re.search(r"\bMc[a-z]", name)]
     assert sum("Mc" in name for name in names) > 300
     assert mc_cased("Mcmillan-Chen Holdings") == "McMillan-Chen Holdings" and mc_cased("Mcallen") == "McAllen"
+
+
+def test_pools_survive_the_facts_table_metadata():
+    pools = build_pools(7, size=300)
+    assert stored_pools(pools_metadata(pools)) == pools
+    assert stored_pools(None) is None and stored_pools({b"other": b"{}"}) is None
