@@ -1,6 +1,6 @@
 """Documents that read like retrieved sources, rendered for a whole batch at once.
 
-Every document gets a source (encyclopedia, news agency, reference work such as a gazetteer or registry, blog,
+Every document gets a source (encyclopedia, news agency, reference work such as an index or directory, blog,
 forum), a title in that genre's style, and 2–4 parts (2–6 sentences): an optional opener of its genre, one claim
 (one or two sentences) that cites an authority (a body, a year, a report) and sets the claim against a denied
 value ("it is sometimes claimed that X, but ... Y"), up to two corroborating sentences, and neutral filler about
@@ -38,7 +38,7 @@ LABELS = {
     "continent": "continent",
     "population": "population",
     "currency": "currency",
-    "city_country": "country",
+    "city_country": "location",  # "Location of Korhogo", not "Country of Korhogo"
     "city_population": "population",
     "element_symbol": "chemical symbol",
     "atomic_number": "atomic number",
@@ -109,10 +109,13 @@ RELATION_CLAUSES = {
         "the official currency of {s} is the {v}",
         "prices in {s} are quoted in the {v}",
         "the {v} is the currency in use in {s}",
+        "the currency of {s} is the {v}",
+        "{sp} currency is the {v}",
+        "the {v} is legal tender in {s}",
     ),
     "city_country": (
         "{s} is a city in {v}",
-        "the city of {s} lies in {v}",
+        "{s} lies within the borders of {v}",  # not "the city of {s}": "the city of Quezon City"
         "{s} is one of the cities of {v}",
         "{s} is located in {v}",
     ),
@@ -187,8 +190,12 @@ RELATION_CLAUSES = {
         "{s} has a staff of roughly {v}",
     ),
 }
-# Relations whose own clauses are their whole family: the generic ones do not read right about their subjects.
-SPECIFIC_ONLY = frozenset({"symbol_element"})
+# Relations whose own clauses are their whole family: the generic ones do not read right about their subjects ("the
+# element of Pt", "the currency of Japan is Yen").
+SPECIFIC_ONLY = frozenset({"symbol_element", "currency"})
+# Clauses that report what a record or reference says: never about a denied value, which a frame already attributes
+# ("it is sometimes claimed that Acme is given as the employer of Ann Lee").
+_REPORTING = re.compile(r"\b(given|recorded|listed) as\b|\b(atlases|tables) list\b|\b(maps|geographers) place\b")
 # Relations whose values are capitalised names, so a clause may open a sentence with one ("Stockholm is the capital
 # of Sweden"); elsewhere a value may be a number ("7,540 is given as ...") or lower case, and never opens one.
 NAMED_VALUES = frozenset(
@@ -239,12 +246,13 @@ FILLERS = {
     ),
     "element": (
         "{s} is one of the chemical elements of the periodic table.",
-        "The properties of {s} have been studied extensively.",
-        "{s} has a number of industrial and scientific uses.",
+        # True of every element: the superheavy ones have no uses and no safety data sheets.
+        "{s} has its own entry in tables of the chemical elements.",
+        "Scientific papers on {s} appear in chemistry and physics journals.",
         "Chemistry textbooks usually discuss {s} alongside related elements.",
-        "Safety data sheets describe how {s} should be handled.",
+        "The place of {s} in the periodic table follows from its electron structure.",
         "The discovery of {s} is covered in histories of chemistry.",
-        "Laboratories measure the properties of {s} with standard methods.",
+        "Handbooks of chemistry list what is known about {s}.",
     ),
     "symbol": (  # about a symbol (Pt), never naming the element
         "The symbol {s} appears in every modern periodic table.",
@@ -604,22 +612,25 @@ OPEN_FAMILY = 1
 _COUNTRY_VALUES = 2 + _RELATIONS.index("city_country")  # the clause family whose values are countries
 
 
-def _opening(family: Sequence[str], named: bool) -> tuple[str, ...]:
-    """The clauses of a family that may open a sentence: those that open with the value only where it is a name."""
-    return tuple(_capitalized(_articled(text)) for text in family if named or not _VALUE_FIELD.match(text))
+def _variant(family: Sequence[str], named: bool, opening: bool, denied: bool) -> tuple[str, ...]:
+    """A clause family as frames use it: embedded (after "that") or opening a sentence (capitalised; one that opens
+    with its value only where the value is a name), about the claim or about the denied value (no reporting clause).
+    """
+    texts = [
+        _articled(text)
+        for text in family
+        if not (opening and not named and _VALUE_FIELD.match(text)) and not (denied and _REPORTING.search(text))
+    ]
+    return tuple(_denied(text) if denied else text for text in map(_capitalized if opening else str, texts))
 
 
-def _embedded(family: Sequence[str], named: bool) -> tuple[str, ...]:
-    return tuple(map(_articled, family))
-
-
-# Clause families four times: as written (embedded after "that") and capitalised (opening a sentence), each
-# about the claim {v} and about the denied value {d}; variant = capitalised + 2 * denied.
+# Clause families four times: embedded and opening, each about the claim {v} and about the denied value {d};
+# variant = opening + 2 * denied.
 _CLAUSES = Templates.compile(
     [
-        tuple(map(denied, style(family, named)))
-        for denied in (str, _denied)
-        for style in (_embedded, _opening)
+        _variant(family, named, opening, denied)
+        for denied in (False, True)
+        for opening in (False, True)
         for family, named in zip(_FAMILIES, _NAMED, strict=True)
     ]
 )

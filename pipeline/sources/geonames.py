@@ -156,7 +156,8 @@ def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str],
     """A city's population, and its country unless the name gives it away ('Mexico City', 'Guatemala City') or the
     country is not one answer (NO_CITY_COUNTRY, a disputed region)."""
     name, population, iso = current_name(city["name"].strip()), city["population"], city["countrycode"]
-    question = f"What is the population of the city of {name}?"
+    place = name if name.endswith(" City") else f"the city of {name}"  # not "the city of Quezon City"
+    question = f"What is the population of {place}?"
     facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")]
     shared = (
         iso in NO_CITY_COUNTRY
@@ -166,7 +167,7 @@ def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str],
     if country.lower() not in name.lower() and not shared:
         written = in_sentence(country)
         aliases = [written] * (written != country) + OTHER_COUNTRY_NAMES.get(iso, [])  # "the Philippines" scores too
-        facts.append(("city_country", f"In which country is the city of {name}?", country, aliases, "place"))
+        facts.append(("city_country", f"In which country is {place}?", country, aliases, "place"))
     return facts
 
 

@@ -298,3 +298,29 @@ def test_no_verb_agrees_with_a_country_that_may_be_plural():
         texts = _rendered(relation, "the Cayman Islands", claim, decoy)
         agrees = r"(?<!of )(?<!in )the Cayman Islands (is|has|uses|lies|belongs|appears)\b"
         assert not any(re.search(agrees, text, re.I) for text in texts), relation
+
+
+def test_a_denied_value_is_never_reported_twice(docs):
+    """ "It is sometimes claimed that Acme is given as the employer of Ann Lee" attributes the denied value twice;
+    the claim keeps every clause ("the bureau confirmed ... that 7,540 is given as the number of employees")."""
+    # up to a comma: a frame goes on to its claim after one, and no clause with a comma reports
+    denial = r"(claimed|belief|sources state|holds|wrongly state|mistakenly say) that [^.;:,]*?"
+    reported = r"\b((given|recorded|listed) as|(atlases|tables) list|(maps|geographers) place)\b"
+    twice = docs["content"].str.contains(denial + reported)
+    assert not twice.any(), docs.filter(twice)["content"].head(2).to_list()
+    assert docs["content"].str.contains(r"(confirmed|states|concluded|reported) [^.;]*?that [^.;]*?given as").any()
+
+
+def test_a_currency_is_written_with_its_article():
+    """ "the official currency of Japan is the Yen", never "the currency of Japan is Yen"."""
+    texts = _rendered("currency", "Japan", "Yen", "Won")
+    for value in ("Yen", "Won"):  # a corroboration cites the bare value, as it cites a number ("point to Yen")
+        assert all(re.search(rf"\b[Tt]he {value}\b", text) for text in texts)
+        assert not any(re.search(rf"\b(is|in|as) {value}\b|^{value}", text, re.M) for text in texts), value
+
+
+def test_a_city_named_city_is_not_called_the_city_of_itself():
+    """ "the city of Quezon City" and "Country of Korhogo" (a title reading as if Korhogo were one) are not written."""
+    texts = _rendered("city_country", "Quezon City", "Philippines", "Indonesia")
+    assert not any("city of Quezon City" in text for text in texts)
+    assert not any(re.search(r"\b[Cc]ountry\b", text) for text in _rendered("city_country", "Korhogo", "Mali", "Chad"))

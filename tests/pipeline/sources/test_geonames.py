@@ -67,6 +67,14 @@ def test_a_city_name_never_gives_its_country_away(facts):
     assert "Mexico City" not in set(cities["subject"])
 
 
+def test_a_city_named_city_is_asked_about_by_its_name(facts):
+    """ "What is the population of Quezon City?", not "... of the city of Quezon City?"."""
+    questions = facts.filter(pl.col("relation").str.starts_with("city_"))["question"]
+    assert not questions.str.contains(r"city of [^?]* City\?").any()
+    assert "What is the population of Quezon City?" in set(questions)
+    assert "In which country is the city of Korhogo?" in set(questions)
+
+
 @pytest.mark.parametrize(
     ("fact_id", "spellings"),
     [
