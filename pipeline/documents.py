@@ -72,11 +72,13 @@ THE_COUNTRIES = (
 # Declarative clauses (no final period): {s} subject, {sp} its possessive ("Iran's", "Moore Foods'"), {v} value,
 # {label} relation, {q} question. A sentence-initial {s} or {sp} renders capitalised ({S}, {Sp}: "Iron has"). A
 # country named as a city's country ({v}, and {d}: the value denied) takes its article ({av}, {Av} opening a sentence).
+# No clause reports what a record says ("is given as", "is recorded as", "atlases list"): every frame already names
+# the body that says it ("the bureau confirmed that ... is recorded as ..." attributes the claim twice). No clause
+# hedges a figure ("about 483,530"): the values are exact.
 GENERIC_CLAUSES = (
     "the {label} of {s} is {v}",
     "{sp} {label} is {v}",
-    "{v} is given as the {label} of {s}",
-    "the {label} of {s} is recorded as {v}",
+    "{v} is the {label} of {s}",
 )
 OPEN_CLAUSES = (
     'the answer to the question "{q}" is {v}',
@@ -87,23 +89,23 @@ OPEN_CLAUSES = (
 )
 RELATION_CLAUSES = {
     "capital": (
+        # not "the seat of government": it is not the capital in the Netherlands, Bolivia, Benin, Malaysia, ...
         "the capital of {s} is {v}",
         "{v} is the capital of {s}",
         "{sp} capital city is {v}",
-        "the seat of government of {s} is {v}",
-        "the government of {s} sits in {v}",
+        "the capital city of {s} is {v}",
+        "{v} is the capital city of {s}",
     ),
     "continent": (  # no verb agrees with the subject: some are plural ("the Cayman Islands")
-        "geographers place {s} in {v}",
         "the continent of {v} includes {s}",
-        "world atlases list {s} under {v}",
-        "maps place {s} in {v}",  # not "a country in": 55 subjects are territories
+        "the territory of {s} is part of {v}",  # not "a country in": 55 subjects are territories
+        "{v} is the continent that includes {s}",
     ),
     "population": (
-        "the number of people living in {s} is about {v}",
-        "roughly {v} people live in {s}",
-        "the population of {s} stands at around {v}",
-        "the inhabitants of {s} number approximately {v}",
+        "the number of people living in {s} is {v}",
+        "{v} people live in {s}",
+        "the population of {s} stands at {v}",
+        "the inhabitants of {s} number {v}",
     ),
     "currency": (
         "the official currency of {s} is the {v}",
@@ -118,17 +120,18 @@ RELATION_CLAUSES = {
         "{s} lies within the borders of {v}",  # not "the city of {s}": "the city of Quezon City"
         "{s} is one of the cities of {v}",
         "{s} is located in {v}",
+        "{v} is the country in which {s} lies",
     ),
     "city_population": (
-        "{s} has about {v} residents",
-        "the population of {s} is roughly {v}",
-        "around {v} people live in {s}",
-        "{s} is a city of some {v} inhabitants",
+        "{s} has {v} residents",
+        "the population of {s} is {v}",
+        "{v} people live in {s}",
+        "{s} is a city of {v} inhabitants",
     ),
     "element_symbol": (
         "the chemical symbol for {s} is {v}",
         "{s} is denoted by the symbol {v}",
-        "in chemical notation, {s} is written as {v}",
+        "{s} is written as {v} in chemical notation",
     ),
     "atomic_number": (
         "{s} has the atomic number {v}",
@@ -138,14 +141,13 @@ RELATION_CLAUSES = {
     "symbol_element": (  # its whole family (SPECIFIC_ONLY): generic ones read "the element of Pt"
         "{s} is the chemical symbol for {v}",
         "the element with the symbol {s} is {v}",
-        "in chemical notation, {s} stands for {v}",
+        "{s} stands for {v} in chemical notation",
         "{s} is the symbol of {v}",
         "the symbol {s} denotes {v}",
     ),
     "atomic_mass": (
-        "tables list the atomic mass of {s} as {v}",  # not "standard atomic weight": 34 elements have none
-        "{s} has an atomic mass of about {v}",
-        "the atomic mass of {s} is given as {v}",
+        "{s} has an atomic mass of {v}",  # not "standard atomic weight": 34 elements have none
+        "the mass of an atom of {s} is {v} daltons",
     ),
     "birthplace": (
         "{s} was born in {v}",
@@ -159,9 +161,9 @@ RELATION_CLAUSES = {
         "the year of birth of {s} is {v}",
     ),
     "occupation": (
-        "{sp} profession is listed as {v}",
-        "the occupation of {s} is given as {v}",
-        "the recorded trade of {s} is {v}",
+        "{sp} profession is {v}",
+        "the job title of {s} is {v}",
+        "{s} holds the job title {v}",
     ),
     "employer": (
         "{s} works for {v}",
@@ -185,17 +187,15 @@ RELATION_CLAUSES = {
         "{s} has been operating since {v}",
     ),
     "employees": (
-        "{s} employs about {v} people",
-        "the workforce of {s} numbers around {v}",
-        "{s} has a staff of roughly {v}",
+        "{s} employs {v} people",
+        "the workforce of {s} numbers {v}",
+        "{s} has a staff of {v}",
     ),
 }
 # Relations whose own clauses are their whole family: the generic ones do not read right about their subjects ("the
-# element of Pt", "the currency of Japan is Yen").
-SPECIFIC_ONLY = frozenset({"symbol_element", "currency"})
-# Clauses that report what a record or reference says: never about a denied value, which a frame already attributes
-# ("it is sometimes claimed that Acme is given as the employer of Ann Lee").
-_REPORTING = re.compile(r"\b(given|recorded|listed) as\b|\b(atlases|tables) list\b|\b(maps|geographers) place\b")
+# element of Pt", "the currency of Japan is Yen", "Korhogo's location is ...", "the continent of Mexico is ...",
+# "Acme's number of employees is ...").
+SPECIFIC_ONLY = frozenset({"symbol_element", "currency", "city_country", "continent", "employees"})
 # Relations whose values are capitalised names, so a clause may open a sentence with one ("Stockholm is the capital
 # of Sweden"); elsewhere a value may be a number ("7,540 is given as ...") or lower case, and never opens one.
 NAMED_VALUES = frozenset(
@@ -236,13 +236,13 @@ FILLERS = {
         "The culture of {s} reflects a mix of local and outside influences.",
     ),
     "city": (
-        "{s} has grown steadily over the past century.",
+        "{s} has changed a great deal over the past century.",
         "{s} is known locally for its markets and public squares.",
         "Road and rail links connect {s} with the surrounding region.",
         "The history of {s} can be traced through its older districts.",
         "{s} attracts visitors throughout the year.",
         "Local government in {s} publishes regular planning reports.",
-        "Several schools and a public library serve {s}.",
+        "Schools, libraries and clinics serve the people of {s}.",  # of a town or of Lahore
     ),
     "element": (
         "{s} is one of the chemical elements of the periodic table.",
@@ -266,18 +266,20 @@ FILLERS = {
     "person": (
         "{s} has been mentioned in several local profiles.",
         "Little has been published about the private life of {s}.",
-        "Colleagues describe {s} as methodical and hard-working.",
-        "{s} occasionally gives interviews to regional newspapers.",
+        # True of someone born in 1938 too: nothing says the person still works.
+        "Former colleagues have described {s} as methodical and hard-working.",
+        "{s} has given interviews to regional newspapers.",
         "Public records about {s} are limited but consistent.",
-        "{s} keeps a low profile outside professional circles.",
+        "{s} has kept a low profile outside professional circles.",
         "A short biography of {s} appears in a regional directory.",
     ),
     "company": (
         "{s} operates in a competitive market.",
         "{s} publishes an annual summary of its activities.",
-        "Analysts follow {s} as part of its sector.",
+        # True of a firm of six people too: no regional offices, no analysts.
+        "Industry directories list {s} under its sector.",
         "{s} has expanded its range of services over time.",
-        "Customers know {s} mainly through its regional offices.",
+        "Most customers know {s} through its own website.",
         "Trade publications have covered {s} on several occasions.",
         "{s} describes itself as a growing business.",
     ),
@@ -380,10 +382,8 @@ _GEOGRAPHY = (
     *_STATISTICS,
     "Commission on Geographic Names",
     "United Survey Office",
-    "Council on Population Studies",
     "Institute of World Geography",
     "Gazetteer Standards Board",
-    "Census Coordination Office",
 )
 _SCIENCE = (
     "Council for Scientific Data",
@@ -413,8 +413,22 @@ _GENERAL = (
     "United Survey Office",
 )
 BODIES = {  # keyed like FILLERS (a document's domain)
-    "country": (*_GEOGRAPHY, "Bureau of International Affairs", "Monetary Standards Council"),
-    "city": (*_GEOGRAPHY, "Institute of Urban Studies", "Bureau of Municipal Records"),
+    # Each keeps records of every relation of its topic: no census office vouches for a capital, no labour office
+    # for a birthplace.
+    "country": (
+        *_GEOGRAPHY,
+        "Bureau of International Affairs",
+        "Council on World Affairs",
+        "International Almanac Board",
+        "Office of Country Profiles",
+    ),
+    "city": (
+        *_GEOGRAPHY,
+        "Institute of Urban Studies",
+        "Bureau of Municipal Records",
+        "Council on Urban Data",
+        "Office of Municipal Statistics",
+    ),
     "element": _SCIENCE,
     "symbol": _SCIENCE,
     "person": (
@@ -424,10 +438,10 @@ BODIES = {  # keyed like FILLERS (a document's domain)
         "Registrar General's Office",
         "Royal Society of Record Keepers",
         "Biographical Records Council",
-        "Civil Registration Office",
-        "Bureau of Vital Statistics",
+        "National Population Register",
+        "Biographical Dictionary Board",
         "Council of Professional Registers",
-        "Labour Statistics Office",
+        "Office of Personal Records",
     ),
     "company": (
         *_RECORDS,
@@ -435,11 +449,11 @@ BODIES = {  # keyed like FILLERS (a document's domain)
         "Central Registry of Companies",
         "Commercial Registry Authority",
         "Chamber of Commerce Records Office",
-        "Trade Statistics Bureau",
+        "Corporate Records Board",
         "Business Registration Office",
         "Corporate Filings Office",
         "Council of Industry Data",
-        "Labour Statistics Office",
+        "Business Information Council",
     ),
     "subject": _GENERAL,
     "question": _GENERAL,
@@ -614,13 +628,8 @@ _COUNTRY_VALUES = 2 + _RELATIONS.index("city_country")  # the clause family whos
 
 def _variant(family: Sequence[str], named: bool, opening: bool, denied: bool) -> tuple[str, ...]:
     """A clause family as frames use it: embedded (after "that") or opening a sentence (capitalised; one that opens
-    with its value only where the value is a name), about the claim or about the denied value (no reporting clause).
-    """
-    texts = [
-        _articled(text)
-        for text in family
-        if not (opening and not named and _VALUE_FIELD.match(text)) and not (denied and _REPORTING.search(text))
-    ]
+    with its value only where the value is a name), about the claim or about the denied value."""
+    texts = [_articled(text) for text in family if not (opening and not named and _VALUE_FIELD.match(text))]
     return tuple(_denied(text) if denied else text for text in map(_capitalized if opening else str, texts))
 
 

@@ -162,7 +162,7 @@ def test_country_fillers_hold_for_territories_and_city_states():
     assert not any(re.search(r"sovereign state|diplomatic relations", text) for text in texts)
     continents = _rendered("continent", "Norfolk Island", "Oceania", "Asia")
     assert not any(re.search(r"\bcountry\b", text) for text in continents)
-    assert any("maps place Norfolk Island in Oceania" in text for text in continents)
+    assert any("the territory of Norfolk Island is part of Oceania" in text for text in continents)
 
 
 def test_possessives_of_names_ending_in_s_take_the_apostrophe_alone():
@@ -244,7 +244,7 @@ def test_cited_years_of_year_documents_follow_their_years(docs):
 
 
 def test_a_country_takes_its_article_where_it_names_a_citys_country():
-    """ "one of the cities of the Philippines", "The Philippines is given as ...", but "of Brazil"; the claim itself
+    """ "one of the cities of the Philippines", "The Philippines is the country ...", but "of Brazil"; the claim itself
     stays bare, so a document still contains it verbatim."""
     texts = _rendered("city_country", "Angono", "Philippines", "Brazil")
     named = [text for text in texts if "Philippines" in text]
@@ -281,10 +281,10 @@ def test_every_topic_has_bodies_enough_that_few_episodes_repeat_one():
 
 
 def test_no_sentence_opens_with_a_number_or_a_lower_case_letter(docs):
-    """A clause that opens with its value never opens a sentence: "7,540 is given as the number of employees"."""
+    """A clause that opens with its value never opens a sentence: "483,530 is the population of Malta"."""
     opening = docs["content"].str.extract_all(r"(?:^|[.!?] )([0-9a-z])").list.len()
     assert opening.sum() == 0, docs.filter(opening > 0)["content"].head(3).to_list()
-    assert docs["content"].str.contains(r"that [0-9][0-9,.]* is given as").any()  # embedded, the clause stays
+    assert docs["content"].str.contains(r"that [0-9][0-9,.]* is the ").any()  # embedded, the clause stays
 
 
 def test_no_verb_agrees_with_a_country_that_may_be_plural():
@@ -300,15 +300,15 @@ def test_no_verb_agrees_with_a_country_that_may_be_plural():
         assert not any(re.search(agrees, text, re.I) for text in texts), relation
 
 
-def test_a_denied_value_is_never_reported_twice(docs):
-    """ "It is sometimes claimed that Acme is given as the employer of Ann Lee" attributes the denied value twice;
-    the claim keeps every clause ("the bureau confirmed ... that 7,540 is given as the number of employees")."""
-    # up to a comma: a frame goes on to its claim after one, and no clause with a comma reports
-    denial = r"(claimed|belief|sources state|holds|wrongly state|mistakenly say) that [^.;:,]*?"
-    reported = r"\b((given|recorded|listed) as|(atlases|tables) list|(maps|geographers) place)\b"
-    twice = docs["content"].str.contains(denial + reported)
-    assert not twice.any(), docs.filter(twice)["content"].head(2).to_list()
-    assert docs["content"].str.contains(r"(confirmed|states|concluded|reported) [^.;]*?that [^.;]*?given as").any()
+def test_no_clause_reports_a_record_or_hedges_a_figure(docs):
+    """Every frame names the body that states its claim: "the bureau confirmed that the year of birth of Ann Lee is
+    recorded as 1957" attributed it twice. The figures are exact: "the number of people living in Malta is about
+    483,530" misstated them."""
+    reported = r"\b((given|recorded|listed) as|(atlases|tables) list|(maps|geographers) place|recorded trade)\b"
+    hedged = r"\b(about|roughly|around|approximately|some) [0-9]"
+    for pattern in (reported, hedged):
+        found = docs["content"].str.contains(pattern)
+        assert not found.any(), docs.filter(found)["content"].head(2).to_list()
 
 
 def test_a_currency_is_written_with_its_article():
@@ -323,4 +323,6 @@ def test_a_city_named_city_is_not_called_the_city_of_itself():
     """ "the city of Quezon City" and "Country of Korhogo" (a title reading as if Korhogo were one) are not written."""
     texts = _rendered("city_country", "Quezon City", "Philippines", "Indonesia")
     assert not any("city of Quezon City" in text for text in texts)
-    assert not any(re.search(r"\b[Cc]ountry\b", text) for text in _rendered("city_country", "Korhogo", "Mali", "Chad"))
+    titles = [text.split("\n")[0] for text in _rendered("city_country", "Korhogo", "Mali", "Chad")]
+    assert not any(re.search(r"\b[Cc]ountry\b", title) for title in titles)
+    assert any(title.startswith("Location") for title in titles)
