@@ -352,20 +352,19 @@ def resolve(
     `avoid` holds keys (`key_expr`); returns values, their keys and applied kinds. `draw(items, round)`
     returns the u columns of those items for that round, so each item's result depends only on its own draws.
     An item whose every wrong value is avoided (the Cocos Islands, Asia or Oceania, where a split's continent facts
-    name five continents and three corrupt documents already claim the other three) scans its values once more
-    without `avoid`: it repeats an earlier claim, never the truth.
+    name five continents and three corrupt documents already claim the other three) has tried each value of its group
+    once its scan has gone round the group: it scans on without `avoid`, repeating an earlier claim, never the truth.
     """
     n = len(rows)
     todo = np.arange(n)
     values, where, keys, kinds = [], [], np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=np.int8)
-    scans = int(t.distinct.size.max())
-    rounds = 2 * SPREAD_ROUNDS + scans
-    for round_ in range(rounds + scans):
-        again = round_ - scans if round_ >= rounds else round_  # the scan without `avoid` starts over
-        value, key, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), again)
+    scanned = 2 * SPREAD_ROUNDS + t.distinct.size[t.group[rows]]  # per item: the round its scan has gone round
+    rounds = 2 * SPREAD_ROUNDS + 2 * int(t.distinct.size.max())
+    for round_ in range(rounds):
+        value, key, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_)
         bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | _too_close(t, rows[todo], value)
-        for avoided in avoid if round_ < rounds else ():
-            bad |= key == avoided[todo]
+        for avoided in avoid:
+            bad |= (key == avoided[todo]) & (round_ < scanned[todo])
         values.append(value.filter(~bad))
         where.append(todo[~bad])
         keys[todo[~bad]] = key[~bad]
@@ -374,4 +373,4 @@ def resolve(
         if not len(todo):
             return pl.concat(values).gather(np.argsort(np.concatenate(where), kind="stable")), keys, kinds
     stuck = sorted(set(rows[todo]))[:10]
-    raise RuntimeError(f"no wrong claim found after {rounds + scans} draws for fact rows {stuck}")
+    raise RuntimeError(f"no wrong claim found after {rounds} draws for fact rows {stuck}")

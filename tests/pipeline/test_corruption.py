@@ -210,18 +210,22 @@ def test_resolve_scans_a_small_group_when_draws_keep_colliding(pools):
 
 def test_resolve_repeats_an_avoided_value_when_every_wrong_one_is_avoided(pools):
     """Five continents, two of them true of the fact (the Cocos Islands: Asia, Oceania) and the other three claimed by
-    earlier corrupt documents: the fourth repeats one of those three, never a true one (it had raised)."""
+    earlier corrupt documents: the fourth repeats one of those three, never a true one (it had raised), as soon as
+    its scan has gone round the five (not after as many rounds as the biggest group has values: seconds a batch)."""
     continents = ["Asia", "Europe", "Africa", "Oceania", "North America"]
     facts = _facts([("Asia", ["Oceania"], "place", "continent")] + [(c, [], "place", "continent") for c in continents])
     truths = corruption.truths(facts, pools)
     rows = np.zeros(12, dtype=np.int64)
     avoid = [_keys([c] * 12) for c in ("Europe", "Africa", "North America")]
+    rounds = []
 
     def draw(items, round_):
+        rounds.append(round_)
         return np.random.default_rng(round_).random((12, corruption.U_COLUMNS))[items]
 
     values, keys, _ = corruption.resolve(truths, rows, np.full(12, ENTITY), draw, avoid)
     assert set(values.to_list()) <= {"Europe", "Africa", "North America"} and (keys == _keys(values)).all()
+    assert max(rounds) <= 2 * corruption.SPREAD_ROUNDS + len(continents), "the scan went on past the group"
 
 
 def test_substitutes_follow_how_often_values_are_answers(pools):
