@@ -65,6 +65,7 @@ OTHER_CAPITALS = {
 # code and its name.
 OTHER_CURRENCIES = {"BT": ["INR"], "LS": ["ZAR"], "NA": ["ZAR"], "PA": ["USD"], "SZ": ["ZAR"], "ZW": ["USD"]}
 GEONAMES_CURRENCY_NAMES = {"KHR": "Riel"}  # GeoNames' "Riels", accepted as "Riel"
+OTHER_CURRENCY_NAMES = {"CNY": ["Renminbi", "Yuan"]}  # CLDR's "Chinese Yuan" and GeoNames' "Yuan Renminbi" besides
 # Where "In which country is the city of X?" has more than one defensible answer, it is not asked: a dependency or
 # special administrative region (its sovereign state is true too) or a territory whose sovereignty is disputed.
 NO_CITY_COUNTRY = frozenset({"CW", "EH", "HK", "MO", "PR", "PS", "TW", "XK"})
@@ -181,7 +182,7 @@ def country_facts(country: dict, spellings: dict[str, str]) -> list[tuple[str, s
     if code:
         currency = currency_name(code, listed)
         others = [name for other in OTHER_CURRENCIES.get(iso, []) for name in (other, currency_name(other, other))]
-        aliases = [code, *[listed] * (listed != currency), *others]
+        aliases = [code, *[listed] * (listed != currency), *OTHER_CURRENCY_NAMES.get(code, []), *others]
         facts.append(("currency", f"What is the currency of {where}?", currency, aliases, "text"))
     return facts
 

@@ -135,6 +135,7 @@ def test_contested_capitals_are_not_asked(facts):
         ("geonames:currency:NA", ["Namibian Dollar", "NAD", "Dollar", "ZAR", "South African Rand"], "Pound"),
         ("geonames:currency:KH", ["Cambodian Riel", "KHR", "Riel"], "Vietnamese Dong"),
         ("geonames:currency:CA", ["Canadian Dollar", "CAD", "Dollar"], "US Dollar"),
+        ("geonames:currency:CN", ["Chinese Yuan", "CNY", "Yuan Renminbi", "Renminbi", "yuan"], "Won"),
         ("geonames:capital:CO", ["Bogotá", "Bogota"], "Medellín"),
         ("geonames:capital:US", ["Washington", "Washington, D.C.", "Washington DC"], "New York"),
         ("geonames:capital:GQ", ["Ciudad de la Paz", "Malabo"], "Bata"),
