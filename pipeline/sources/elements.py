@@ -31,16 +31,17 @@ def facts() -> pl.DataFrame:
         if element.number < 1:  # the table's entry 0 is the free neutron, not an element
             continue
         name, symbol = element.name, element.symbol
-        mass, mass_aliases = atomic_mass(element.mass)
         number, spellings = str(element.number), OTHER_SPELLINGS.get(element.name, [])
         facts = [
             ("element_symbol", name, f"What is the chemical symbol of {name}?", symbol, [], "text"),
             ("atomic_number", name, f"What is the atomic number of {name}?", number, [], "quantity"),
             ("symbol_element", symbol, f"Which element has the chemical symbol {symbol}?", name, spellings, "text"),
-            ("atomic_mass", name, f"What is the atomic mass of {name}?", mass, mass_aliases, "quantity"),
         ]
         # 34 elements (Tc, Pm, Am, Db, ...) have no standard atomic weight; periodictable gives the mass number of one
         # isotope, which newer tables replace (dubnium: 262, now 268): no one mass is true, so none is asked.
-        for relation, subject, question, answer, aliases, kind in facts[: 3 if element.mass.is_integer() else 4]:
+        if not element.mass.is_integer():
+            mass, mass_aliases = atomic_mass(element.mass)
+            facts.append(("atomic_mass", name, f"What is the atomic mass of {name}?", mass, mass_aliases, "quantity"))
+        for relation, subject, question, answer, aliases, kind in facts:
             rows.add(f"{SOURCE}:{relation}:{symbol}", relation, subject, question, answer, aliases, kind)
     return rows.frame()

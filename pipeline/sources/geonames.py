@@ -187,10 +187,10 @@ def country_facts(country: dict, spellings: dict[str, str]) -> list[tuple[str, s
     return facts
 
 
-def city_facts(city: dict, country: str) -> list[tuple[str, str, str, list[str], str]]:
-    """A city's population, and its country unless the name gives it away ('Mexico City', 'Guatemala City') or the
-    country is not one answer (NO_CITY_COUNTRY, a disputed region)."""
-    name, population, iso = city_name(city), city["population"], city["countrycode"]
+def city_facts(city: dict, name: str, country: str) -> list[tuple[str, str, str, list[str], str]]:
+    """A city's population, and its country unless the name (`city_name`) gives it away ('Mexico City', 'Guatemala
+    City') or the country is not one answer (NO_CITY_COUNTRY, a disputed region)."""
+    population, iso = city["population"], city["countrycode"]
     place = name if name.endswith(" City") else f"the city of {name}"  # not "the city of Quezon City"
     question = f"What is the population of {place}?"
     facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")]
@@ -238,9 +238,10 @@ def facts() -> pl.DataFrame:
     }
     cities = cache.get_cities()
     keys = {geonameid: name_key(city["name"]) for geonameid, city in cities.items()}
+    names = {geonameid: city_name(city) for geonameid, city in cities.items()}
     spellings: dict[str, dict[str, str]] = {}  # the most populous city of a country under each name key
     for geonameid, city in sorted(cities.items(), key=lambda item: item[1]["population"]):
-        spellings.setdefault(city["countrycode"], {})[keys[geonameid]] = city_name(city)
+        spellings.setdefault(city["countrycode"], {})[keys[geonameid]] = names[geonameid]
     rows = FactRows(SOURCE)
     for iso, country in sorted(countries.items()):
         subject = in_sentence(country["name"])  # "the capital of the Philippines is Manila"
@@ -251,11 +252,11 @@ def facts() -> pl.DataFrame:
     country_names = {name_key(c["name"]) for c in listed.values()}
     parts = districts([city for city in cities.values() if city["population"] >= MIN_CITY_POPULATION])
     for geonameid, city in sorted(cities.items(), key=lambda item: int(item[0])):
-        name, country, key = city_name(city), countries.get(city["countrycode"]), keys[geonameid]
+        name, country, key = names[geonameid], countries.get(city["countrycode"]), keys[geonameid]
         if city["population"] < MIN_CITY_POPULATION or name_counts[key] > 1 or key in country_names or not country:
             continue
         if geonameid in parts:  # a district of a bigger city
             continue
-        for relation, question, answer, aliases, kind in city_facts(city, country_name(country["name"])):
+        for relation, question, answer, aliases, kind in city_facts(city, name, country_name(country["name"])):
             rows.add(f"{SOURCE}:{relation}:{geonameid}", relation, name, question, answer, aliases, kind)
     return rows.frame()
