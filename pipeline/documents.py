@@ -26,6 +26,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from pipeline.schema import NUM_DOCS
+
 # --- Wording. Every template family used for several picks per document has a prime size (see distinct()).
 
 OPEN = "open"  # relation of facts known only by their question (nq_open, FaithEval)
@@ -310,26 +312,68 @@ OPENERS = {
     "blog": ("Quick post today. ", "A reader asked me about this. ", "Short one this week. "),
     "forum": ("Posted by a member: ", "Reply: ", "Answering the thread above: "),
 }
-# Title styles by source genre (the keys of SOURCES), plus one for facts known only by their question.
+# Title styles by source genre (the keys of SOURCES), plus one for facts known only by their question. An episode's
+# documents never share a title (`_titles`): each genre has a prime number of styles, at least its sources (7 >= 6),
+# and the question's at least NUM_DOCS (11 >= 8).
 TITLES = {
-    "encyclopedia": ("{s}", "{s} — {src}", "{Label} of {s}", "{s}: overview", "{s} (reference entry)"),
+    "encyclopedia": (
+        "{s}",
+        "{s} — {src}",
+        "{Label} of {s}",
+        "{s}: overview",
+        "{s} (reference entry)",
+        "About {s}",
+        "{s} at a glance",
+    ),
     "news": (
         "{s}: the facts behind the headlines",
         "Explainer: the {label} of {s}",
         "What to know about {s}",
         "{s} in focus",
         "Fact check: {s}",
+        "{s}, explained",
+        "Questions and answers: {s}",
     ),
-    "reference": ("{s} — record", "Registry entry: {s}", "{s} ({src})", "Data sheet: {s}", "{Label}: {s}"),
+    "reference": (
+        "{s} — record",
+        "Registry entry: {s}",
+        "{s} ({src})",
+        "Data sheet: {s}",
+        "{Label}: {s}",
+        "{s}: key data",
+        "Lookup: {s}",
+    ),
     "blog": (
         "Everything I learned about {s}",
         "A closer look at {s}",
         "Notes on {s}",
         "{s}, briefly",
         "Digging into the {label} of {s}",
+        "What I found out about {s}",
+        "Looking up the {label} of {s}",
     ),
-    "forum": ("Re: {q}", "Question about {s}", "Re: {label} of {s}?", "Thread: {s}", "{q} (answered)"),
-    "question": ("{q}", "Re: {q}", "Q&A: {q}", "Quiz notes: {q}", "{q} — {src}"),
+    "forum": (
+        "Re: {q}",
+        "Question about {s}",
+        "Re: {label} of {s}?",
+        "Thread: {s}",
+        "{q} (answered)",
+        "Help: {label} of {s}",
+        "Does anyone know the {label} of {s}?",
+    ),
+    "question": (
+        "{q}",
+        "Re: {q}",
+        "Q&A: {q}",
+        "Quiz notes: {q}",
+        "{q} — {src}",
+        "Question: {q}",
+        "Asked and answered: {q}",
+        "{q} (answered)",
+        "Reader question: {q}",
+        "Trivia: {q}",
+        "Help needed: {q}",
+    ),
 }
 SOURCES = {
     "encyclopedia": (
@@ -567,7 +611,7 @@ class Templates:
         count = self.count[family]
         return np.where(present, self.start[family] + np.minimum((u * count).astype(np.int64), count - 1), 0)
 
-    def distinct(self, family: np.ndarray, start: np.ndarray, step: np.ndarray, j: int, present: np.ndarray):
+    def distinct(self, family: np.ndarray, start: np.ndarray, step: np.ndarray, j, present: np.ndarray | bool):
         """The j-th of several distinct templates of a family: start + j * step modulo its (prime) size."""
         count = self.count[family]
         stride = 1 + (step * (count - 1)).astype(np.int64)
@@ -679,7 +723,8 @@ def topics(relation: pl.Series, names_answer: np.ndarray) -> tuple[np.ndarray, n
 
 @dataclass(frozen=True)
 class Batch:
-    """One row per document: what it is about, what it asserts, and its draws (`u`, columns `U`)."""
+    """One row per document, an episode's NUM_DOCS documents in a row: what it is about, what it asserts, and its
+    draws (`u`, columns `U`)."""
 
     subject: pl.Series
     label: pl.Series
@@ -695,7 +740,7 @@ class Batch:
 def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     """Titles and contents of every document of the batch."""
     u = batch.u
-    source = _index(u[:, U.SOURCE], len(_SOURCES))
+    source = _sources(u[:, U.SOURCE])
     owner = pl.select(possessive(pl.lit(batch.subject))).to_series()
     slots = {
         "s": batch.subject,
@@ -716,8 +761,33 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     }
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = _SOURCE_GENRE[source]
-    title = _TITLES.pick(np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, genre), u[:, U.TITLE])
+    title = _titles(np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, genre), u[:, U.TITLE])
     return _concat(stacked, [(_TITLES.pieces, title)]), _concat(stacked, _content(batch, genre))
+
+
+def _sources(u: np.ndarray) -> np.ndarray:
+    """Each episode's sources, all different (eight outlets, not one outlet twice): its document d takes one of the
+    sources the documents before it left, uniform by u."""
+    left = _index(u.reshape(-1, NUM_DOCS), len(_SOURCES) - np.arange(NUM_DOCS))
+    source = np.empty_like(left)
+    for d in range(NUM_DOCS):
+        pick = left[:, d]  # the pick-th source not yet taken: count past each taken one, in increasing order
+        for taken in np.sort(source[:, :d], axis=1).T:
+            pick = pick + (taken <= pick)
+        source[:, d] = pick
+    return source.ravel()
+
+
+def _titles(family: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Each document's title style, all different within an episode: the documents of a family (a genre) take
+    distinct styles of it, the start and step drawn by the family's first document in the episode."""
+    family = family.reshape(-1, NUM_DOCS)
+    same = family[:, :, None] == family[:, None, :]  # [e, d, j]: documents d and j of episode e share a family
+    first = np.argmax(same, axis=2)
+    nth = np.tril(same, -1).sum(axis=2)  # how many documents before d share its family
+    start = np.take_along_axis(u.reshape(-1, NUM_DOCS), first, axis=1)
+    step = np.modf(start * _TITLES.count[family])[0]  # the digits start leaves unused: independent of its pick
+    return _TITLES.distinct(family, start, step, nth, True).ravel()
 
 
 def _content(batch: Batch, genre: np.ndarray) -> list[tuple[Pieces, np.ndarray]]:

@@ -119,12 +119,51 @@ def test_wording_tables_fit_the_renderer():
     for family in documents.FILLERS.values():
         assert len(family) in (5, 7, 11, 13)  # prime: start + j * step visits distinct sentences
     assert len(documents.CORROBORATIONS) in (5, 7, 11, 13)
-    assert all(len(titles) >= 4 for titles in documents.TITLES.values())
+    # Prime sizes, at least the documents of an episode that may take the family: distinct titles (`_titles`).
+    assert all(len(titles) in (7, 11, 13) and len(titles) >= len(names) for titles, names in _title_users())
+    assert len(documents.TITLES["question"]) >= documents.NUM_DOCS
+    assert (
+        len({title for titles in documents.TITLES.values() for title in titles})
+        == sum(len(titles) for titles in documents.TITLES.values()) - 2
+    )  # "Re: {q}" and "{q} (answered)" are both a forum's and a question's
     assert set(documents.TITLES) == {*documents.SOURCES, "question"}
     assert documents.NAMED_VALUES <= set(documents.RELATION_CLAUSES)
     # Every source is drawn for every topic: none may be a work on places alone ("World Places Gazetteer" on a person).
     assert not [name for names in documents.SOURCES.values() for name in names if re.search(r"Gazetteer|Atlas", name)]
     assert all(documents.FRAMES)
+
+
+def _title_users():
+    return [(documents.TITLES[genre], names) for genre, names in documents.SOURCES.items()]
+
+
+def test_an_episode_cites_distinct_sources_each_equally_often():
+    """Eight outlets, never one twice; every source as likely at every position (uniform 8-permutations of 30)."""
+    u = np.random.default_rng(3).random(24_000 * documents.NUM_DOCS)
+    source = documents._sources(u).reshape(-1, documents.NUM_DOCS)
+    sources = len(documents._SOURCES)
+    assert source.min() == 0 and source.max() == sources - 1
+    assert all(len(set(row)) == documents.NUM_DOCS for row in source.tolist())
+    counts = np.stack([np.bincount(column, minlength=sources) for column in source.T])
+    expected = len(source) / sources
+    assert np.abs(counts - expected).max() < 5 * np.sqrt(expected)
+
+
+def test_an_episode_never_repeats_a_title():
+    """Documents of one genre take distinct styles of it; every style of a genre is drawn about equally often."""
+    n = 24_000
+    rng = np.random.default_rng(4)
+    genre = rng.integers(0, len(documents.TITLES), (n // 4, documents.NUM_DOCS))  # many repeats of a genre
+    one = np.full((n // 4, documents.NUM_DOCS), tuple(documents.TITLES).index("question"))  # all eight the same
+    family = np.concatenate([genre, one]).ravel()
+    title = documents._titles(family, rng.random(len(family))).reshape(-1, documents.NUM_DOCS)
+    assert all(len(set(row)) == documents.NUM_DOCS for row in title.tolist())
+    start, count = documents._TITLES.start[family], documents._TITLES.count[family]
+    assert ((title.ravel() >= start) & (title.ravel() < start + count)).all()
+    question = np.bincount(title[len(genre) :].ravel())
+    question = question[question > 0]
+    assert len(question) == len(documents.TITLES["question"])
+    assert question.max() / question.min() < 1.15
 
 
 def test_topics_name_families_and_labels():

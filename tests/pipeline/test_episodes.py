@@ -46,6 +46,7 @@ def test_every_episode_keeps_the_invariants(batch):
         docs, corrupt = row["documents"], row["corrupt_ids"]
         assert [d["doc_id"] for d in docs] == list(range(NUM_DOCS))
         assert all(d["title"] and d["content"] for d in docs)
+        assert len({d["title"] for d in docs}) == NUM_DOCS, row["episode_id"]  # eight sources, eight titles
         assert corrupt == sorted(corrupt) and len(set(corrupt)) == len(corrupt)
         assert TASKS[len(corrupt) - 1] == row["task"]
         accepted = {normalize(a) for a in (row["answer"], *row["answer_aliases"])}
