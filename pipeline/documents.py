@@ -34,6 +34,11 @@ OPEN = "open"  # relation of facts known only by their question (nq_open, FaithE
 FIRST_CITED_YEAR, CITED_YEARS = 1990, 35
 # The current year: a document about a year cites a report from after every year it names, at the latest this one.
 LAST_CITED_YEAR = 2026
+# Real-world values that change are true as of the packaged data (GeoNames' populations around 2019, its currencies
+# and capitals as of 2024): a document about them cites a report from then on, up to LAST_CITED_YEAR. A 1994
+# bulletin cannot quote Estonia's euro (2011) or Zimbabwe's gold (2024), nor a 1992 one Kazakhstan's capital as
+# Astana (so named 1998-2019 and since 2022). The bound is the relation's, the same for clean and corrupt documents.
+CITED_SINCE = {"population": 2019, "city_population": 2019, "currency": 2024, "capital": 2023}
 
 LABELS = {
     "capital": "capital",
@@ -668,6 +673,7 @@ _FAMILIES = (GENERIC_CLAUSES, OPEN_CLAUSES) + tuple(
 _NAMED = (False, False) + tuple(relation in NAMED_VALUES for relation in _RELATIONS)
 OPEN_FAMILY = 1
 _COUNTRY_VALUES = 2 + _RELATIONS.index("city_country")  # the clause family whose values are countries
+_CITED_SINCE = np.array([FIRST_CITED_YEAR] * 2 + [CITED_SINCE.get(name, FIRST_CITED_YEAR) for name in _RELATIONS])
 
 
 def _variant(family: Sequence[str], named: bool, opening: bool, denied: bool) -> tuple[str, ...]:
@@ -757,7 +763,7 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
         "src": _SOURCES.gather(source),
         "body": _BODIES.gather(_BODY_START[batch.domain] + _index(u[:, U.BODY], _BODY_COUNT[batch.domain])),
         "report": _REPORTS.gather(_index(u[:, U.REPORT], len(_REPORTS))),
-        "year": _years(u[:, U.YEAR], batch.answer, (batch.claim, batch.decoy)),
+        "year": _years(u[:, U.YEAR], _CITED_SINCE[batch.family], batch.answer, (batch.claim, batch.decoy)),
     }
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = _SOURCE_GENRE[source]
@@ -881,9 +887,9 @@ def _year_values(values: pl.Series) -> np.ndarray:
     return np.where((year >= 1000) & (year <= 2100), year, 0)
 
 
-def _years(u: np.ndarray, answer: pl.Series, named: Sequence[pl.Series]) -> pl.Series:
+def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, named: Sequence[pl.Series]) -> pl.Series:
     """A citation year that equals none of the answer and the values the document `named` (its claim, the value it
-    denies).
+    denies): uniform over CITED_YEARS from FIRST_CITED_YEAR, or from a later year `since` to LAST_CITED_YEAR.
 
     Where the answer is a year, the cited report comes after every year the document names (a 2006 report cannot
     state a 2007 founding): uniform in the years from the latest of them to LAST_CITED_YEAR (from FIRST_CITED_YEAR
@@ -891,7 +897,7 @@ def _years(u: np.ndarray, answer: pl.Series, named: Sequence[pl.Series]) -> pl.S
     years bound it: a bound from the answer would show a corrupt document's hidden truth.
     """
     avoided = (answer, *named)
-    year = FIRST_CITED_YEAR + _index(u, CITED_YEARS)
+    year = since + _index(u, np.where(since > FIRST_CITED_YEAR, LAST_CITED_YEAR + 1 - since, CITED_YEARS))
     for _ in avoided:
         text = pl.Series(year).cast(pl.String)
         year = year + np.logical_or.reduce([(text == value).fill_null(False).to_numpy() for value in avoided])

