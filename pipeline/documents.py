@@ -34,11 +34,17 @@ OPEN = "open"  # relation of facts known only by their question (nq_open, FaithE
 FIRST_CITED_YEAR, CITED_YEARS = 1990, 35
 # The current year: a document about a year cites a report from after every year it names, at the latest this one.
 LAST_CITED_YEAR = 2026
-# Real-world values that change are true as of the packaged data (GeoNames' populations around 2019, its currencies
-# and capitals as of 2024): a document about them cites a report from then on, up to LAST_CITED_YEAR. A 1994
-# bulletin cannot quote Estonia's euro (2011) or Zimbabwe's gold (2024), nor a 1992 one Kazakhstan's capital as
-# Astana (so named 1998-2019 and since 2022). The bound is the relation's, the same for clean and corrupt documents.
-CITED_SINCE = {"population": 2019, "city_population": 2019, "currency": 2024, "capital": 2023}
+# Real-world facts are true as of their packaged data: a document about one cites a report from the data's time
+# on, up to LAST_CITED_YEAR. GeoNames' populations, continents and cities' countries hold from around 2019, its
+# currencies and capitals as of 2024; the last four elements were named in 2016. A 1994 bulletin cannot quote
+# Estonia's euro (2011), nor a 1998 one name copernicium (2010), put Juba in South Sudan (2011) or call Kazakhstan's
+# capital Astana (so named 1998-2019 and since 2022). The bound is the relation's, the same for clean and corrupt
+# documents; the fictional facts cite any year from FIRST_CITED_YEAR.
+CITED_SINCE = (
+    dict.fromkeys(("population", "city_population", "continent", "city_country"), 2019)
+    | dict.fromkeys(("element_symbol", "atomic_number", "symbol_element", "atomic_mass"), 2017)
+    | {"capital": 2023, "currency": 2024}
+)
 
 LABELS = {
     "capital": "capital",
