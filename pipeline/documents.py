@@ -622,7 +622,9 @@ class Templates:
         count = self.count[family]
         return np.where(present, self.start[family] + np.minimum((u * count).astype(np.int64), count - 1), 0)
 
-    def distinct(self, family: np.ndarray, start: np.ndarray, step: np.ndarray, j: int | np.ndarray, present):
+    def distinct(
+        self, family: np.ndarray, start: np.ndarray, step: np.ndarray, j: int | np.ndarray, present: np.ndarray | bool
+    ) -> np.ndarray:
         """The j-th of several distinct templates of a family: start + j * step modulo its (prime) size."""
         count = self.count[family]
         stride = 1 + (step * (count - 1)).astype(np.int64)

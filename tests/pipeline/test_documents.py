@@ -10,6 +10,9 @@ from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
 
+# A cited year: "... in its 2011 survey", "... consistently since 2011" (the year in group 1 or 2).
+CITED = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b|consistently since (\d{4})"
+
 SEED = 99
 
 
@@ -99,9 +102,8 @@ def test_denied_and_asserted_years_are_no_corruption_cue(docs):
     Neither the gap between the two years nor a digit swap (once a tell: 1987 denied, 1978 asserted) marks a
     document as corrupt.
     """
-    cited = r"\b\d{4} (?:" + "|".join(documents.REPORTS) + r")\b|consistently since \d{4}"
     year = docs.filter(pl.col("answer_type") == "year").with_columns(
-        years=pl.col("content").str.replace_all(cited, "").str.extract_all(r"\b\d{4}\b").list.unique()
+        years=pl.col("content").str.replace_all(CITED, "").str.extract_all(r"\b\d{4}\b").list.unique()
     )
     pairs = [
         sorted(p, key=lambda y: y == c) for p, c in zip(year["years"].to_list(), year["claim"].to_list(), strict=True)
@@ -120,7 +122,8 @@ def test_wording_tables_fit_the_renderer():
         assert len(family) in (5, 7, 11, 13)  # prime: start + j * step visits distinct sentences
     assert len(documents.CORROBORATIONS) in (5, 7, 11, 13)
     # Prime sizes, at least the documents of an episode that may take the family: distinct titles (`_titles`).
-    assert all(len(titles) in (7, 11, 13) and len(titles) >= len(names) for titles, names in _title_users())
+    for genre, names in documents.SOURCES.items():
+        assert len(documents.TITLES[genre]) in (7, 11, 13) and len(documents.TITLES[genre]) >= len(names)
     assert len(documents.TITLES["question"]) >= documents.NUM_DOCS
     assert (
         len({title for titles in documents.TITLES.values() for title in titles})
@@ -131,10 +134,6 @@ def test_wording_tables_fit_the_renderer():
     # Every source is drawn for every topic: none may be a work on places alone ("World Places Gazetteer" on a person).
     assert not [name for names in documents.SOURCES.values() for name in names if re.search(r"Gazetteer|Atlas", name)]
     assert all(documents.FRAMES)
-
-
-def _title_users():
-    return [(documents.TITLES[genre], names) for genre, names in documents.SOURCES.items()]
 
 
 def test_an_episode_cites_distinct_sources_each_equally_often():
@@ -266,8 +265,7 @@ def test_a_year_is_cited_from_a_report_after_every_year_the_document_names(answe
     LAST_CITED_YEAR (so a 2024 founding still has later reports to cite). The answer a corrupt document does not name
     neither bounds it (that would show the truth) nor is cited."""
     texts = _rendered("founded_year", "Moore Foods", claim, decoy, answer)
-    cited = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b|consistently since (\d{4})"
-    years = {int(a or b) for text in texts for a, b in re.findall(cited, text)}
+    years = {int(a or b) for text in texts for a, b in re.findall(CITED, text)}
     latest = max(int(claim), int(decoy))
     assert years == set(range(latest + 1, documents.LAST_CITED_YEAR + 1)) - {int(answer)}
 
@@ -279,8 +277,7 @@ def test_a_real_world_fact_is_cited_from_its_datas_time_on(relation):
     """Estonia's euro (2011) is not quoted from a 1994 bulletin: the real-world relations (CITED_SINCE) cite their
     years to LAST_CITED_YEAR, the fictional ones FIRST_CITED_YEAR's CITED_YEARS."""
     texts = _rendered(relation, "Estonia", "Euro", "Australian Dollar")
-    cited = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b|consistently since (\d{4})"
-    years = {int(a or b) for text in texts for a, b in re.findall(cited, text)}
+    years = {int(a or b) for text in texts for a, b in re.findall(CITED, text)}
     first = documents.CITED_SINCE.get(relation)
     last = documents.LAST_CITED_YEAR if first else documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1
     assert years == set(range(first or documents.FIRST_CITED_YEAR, last + 1))
@@ -288,12 +285,11 @@ def test_a_real_world_fact_is_cited_from_its_datas_time_on(relation):
 
 
 def test_cited_years_of_year_documents_follow_their_years(docs):
-    cited = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b|consistently since (\d{4})"
     year = docs.filter(pl.col("answer_type") == "year")
     assert year.height > 100
     for content in year["content"].to_list():
-        years = [int(a or b) for a, b in re.findall(cited, content)]
-        named = [int(y) for y in re.findall(r"\b\d{4}\b", re.sub(cited, "", content))]
+        years = [int(a or b) for a, b in re.findall(CITED, content)]
+        named = [int(y) for y in re.findall(r"\b\d{4}\b", re.sub(CITED, "", content))]
         assert years and min(years) > max(named), content
 
 
