@@ -101,6 +101,7 @@ class SplitFacts:
     truths: corruption.Truths
     family: np.ndarray
     domain: np.ndarray
+    since: np.ndarray
 
 
 def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
@@ -118,6 +119,7 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
         truths=corruption.truths(table, pools),
         family=family,
         domain=domain,
+        since=documents.cited_since(table["relation"], table["fact_id"]),
     )
 
 
@@ -231,6 +233,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
             decoy=decoy,
             family=ctx.family[fact][episode],
             domain=ctx.domain[fact][episode],
+            since=ctx.since[fact][episode],
             u=u,
         )
     )

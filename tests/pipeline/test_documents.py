@@ -173,7 +173,9 @@ def test_topics_name_families_and_labels():
     assert domain[2] == domain[3] == list(documents.FILLERS).index("question")
 
 
-def _rendered(relation: str, subject: str, claim: str, decoy: str, answer: str | None = None, n: int = 600):
+def _rendered(
+    relation: str, subject: str, claim: str, decoy: str, answer: str | None = None, n: int = 600, fact_id: str = "f"
+):
     """Title and content ("title\\ncontent") of n documents about one fact, under n draws of the style columns."""
     family, domain, label = documents.topics(pl.Series([relation] * n), np.zeros(n, dtype=bool))
     title, content = documents.render(
@@ -186,6 +188,7 @@ def _rendered(relation: str, subject: str, claim: str, decoy: str, answer: str |
             decoy=pl.Series([decoy] * n),
             family=family,
             domain=domain,
+            since=documents.cited_since(pl.Series([relation] * n), pl.Series([fact_id] * n)),
             u=np.random.default_rng(5).random((n, len(documents.U))),
         )
     )
@@ -282,6 +285,12 @@ def test_a_real_world_fact_is_cited_from_its_datas_time_on(relation):
     last = documents.LAST_CITED_YEAR if first else documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1
     assert years == set(range(first or documents.FIRST_CITED_YEAR, last + 1))
     assert set(documents.CITED_SINCE) <= set(documents.RELATION_CLAUSES)
+
+
+def test_a_fact_changed_since_its_data_is_cited_from_the_change_on():
+    """Bulgaria's euro (2026) is quoted from no 2024 bulletin, though other currencies are."""
+    texts = _rendered("currency", "Bulgaria", "Euro", "Bulgarian Lev", fact_id="geonames:currency:BG")
+    assert {int(a or b) for text in texts for a, b in re.findall(CITED, text)} == {2026}
 
 
 def test_cited_years_of_year_documents_follow_their_years(docs):

@@ -1,6 +1,7 @@
 import polars as pl
 import pytest
 
+from pipeline import documents
 from pipeline.sources import geonames
 from reward_api.scoring import accepted_answers, normalize
 
@@ -164,6 +165,14 @@ def test_curated_countries_exist_in_the_data():
     for iso, continent in geonames.OTHER_CONTINENTS.items():
         assert continent in geonames.CONTINENTS.values()
         assert continent != geonames.CONTINENTS[listed[iso]["continentcode"]]
+
+
+def test_a_changed_currency_is_cited_only_from_its_change_on(facts):
+    """The data's lev is the euro since 2026: documents.CITED_SINCE_FACTS bounds the years its documents cite."""
+    changed = {f"geonames:currency:{iso}" for iso in geonames.CHANGED_CURRENCIES}
+    assert changed <= set(facts["fact_id"])
+    assert changed == set(documents.CITED_SINCE_FACTS)
+    assert min(documents.CITED_SINCE_FACTS.values()) > documents.CITED_SINCE["currency"]
 
 
 def test_a_city_is_asked_its_country_only_where_one_country_is_true(facts):
