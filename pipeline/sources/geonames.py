@@ -63,7 +63,15 @@ OTHER_CAPITALS = {
 }
 # Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted by its
 # code and its name.
-OTHER_CURRENCIES = {"BT": ["INR"], "LS": ["ZAR"], "NA": ["ZAR"], "PA": ["USD"], "SZ": ["ZAR"], "ZW": ["USD"]}
+OTHER_CURRENCIES = {
+    "BT": ["INR"],
+    "LR": ["USD"],
+    "LS": ["ZAR"],
+    "NA": ["ZAR"],
+    "PA": ["USD"],
+    "SZ": ["ZAR"],
+    "ZW": ["USD"],
+}
 # Currencies changed after the packaged data was made: the country's (code, GeoNames name) today.
 CHANGED_CURRENCIES = {"BG": ("EUR", "Euro")}  # Bulgaria adopted the euro on 1 January 2026; the lev is withdrawn
 GEONAMES_CURRENCY_NAMES = {"KHR": "Riel"}  # GeoNames' "Riels", accepted as "Riel"

@@ -134,6 +134,7 @@ def test_contested_capitals_are_not_asked(facts):
         ("geonames:currency:BT", ["Bhutanese Ngultrum", "BTN", "Ngultrum", "INR", "Indian Rupee"], "Dollar"),
         ("geonames:currency:PA", ["Panamanian Balboa", "PAB", "Balboa", "USD", "US Dollar"], "Euro"),
         ("geonames:currency:NA", ["Namibian Dollar", "NAD", "Dollar", "ZAR", "South African Rand"], "Pound"),
+        ("geonames:currency:LR", ["Liberian Dollar", "LRD", "Dollar", "USD", "US Dollar"], "Euro"),
         ("geonames:currency:KH", ["Cambodian Riel", "KHR", "Riel"], "Vietnamese Dong"),
         ("geonames:currency:CA", ["Canadian Dollar", "CAD", "Dollar"], "US Dollar"),
         ("geonames:currency:CN", ["Chinese Yuan", "CNY", "Yuan Renminbi", "Renminbi", "yuan"], "Won"),
