@@ -49,7 +49,9 @@ SEPARATED_FROM = 1000  # sources write quantities from here up with thousands se
 MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
 ANY_PRECISION = 19
-_NUMERIC = r"^(\D*?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,6}))?(\D*)$"
+# A number with text around it ("$5 million"); one with letters right after it ("21st", "1990s") is a word: a near
+# miss of it would read "27st".
+_NUMERIC = r"^(\D*?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,6}))?((?:[^\d\p{L}]\D*)?)$"
 _POOLED_TYPES = ("person", "organization", "place", "text")
 
 
@@ -68,12 +70,15 @@ def normalize_expr(expr: pl.Expr) -> pl.Expr:
 
 
 def key_expr(expr: pl.Expr) -> pl.Expr:
-    """A 64-bit key of the normalised text: equal texts after normalisation have equal keys.
+    """A 64-bit key of the text as a reader takes it: the scorer's normalisation, then accents and a leading article
+    dropped. Texts equal after normalisation have equal keys, and so do "Beyoncé" and "Beyonce", "the United States"
+    and "United States": a wrong claim that is another spelling of the answer would state the truth.
 
     Comparing keys in numpy is what makes redraw rounds cheap; a false match (2**-64 per pair) would only
     cost a needless redraw.
     """
-    return normalize_expr(expr).hash(seed=0)
+    folded = normalize_expr(normalize_expr(expr).str.normalize("NFKD"))  # the marks NFKD splits off are stripped
+    return folded.str.replace(r"^(?:the|an?) ", "").hash(seed=0)
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,7 @@ class Truths:
 
 
 def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
-    """`facts` has answer, answer_aliases, answer_type, relation (one split, in its final row order)."""
+    """`facts` has answer, answer_aliases, answer_type, relation, source (one split, in its final row order)."""
     parsed = facts.select(
         pl.col("answer").str.extract_groups(_NUMERIC).struct.rename_fields(["prefix", "digits", "frac", "suffix"]),
         pl.concat_list(pl.col("answer"), pl.col("answer_aliases")).list.eval(key_expr(pl.element())).alias("accepted"),
@@ -224,10 +229,11 @@ def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray
 
     A relation group keeps every fact's answer (duplicates included), so substitutes follow the same
     distribution as true answers: a value frequent among answers is frequent among wrong claims too, and
-    no value is a tell-tale of corruption. Type pools (Faker) are uniform, like the facts drawn from them.
+    no value is a tell-tale of corruption. Type pools (Faker) are uniform, like the facts drawn from them. A group is
+    one source's: PopQA's lower-case occupations ("officer") are no substitutes for the synthetic ones.
     """
     keyed = facts.select(
-        pl.concat_str(["relation", "answer_type"], separator="|").alias("relation_key"),
+        pl.concat_str(["source", "relation", "answer_type"], separator="|").alias("relation_key"),
         pl.col("answer").alias("value"),
         pl.col("answer_type").replace_strict(_TYPE_POOL, default="text").alias("pool"),
         pl.int_range(pl.len()).alias("row"),

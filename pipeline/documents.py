@@ -59,6 +59,7 @@ LABELS = {
     "element_symbol": "chemical symbol",
     "atomic_number": "atomic number",
     "symbol_element": "meaning",  # "the meaning of Pt": a symbol has no element of its own
+    "capital_of": "country",  # PopQA's "capital of" (of Paris: France), not "the capital of of Paris"
     "atomic_mass": "atomic mass",
     "birthplace": "birthplace",
     "birth_year": "year of birth",
@@ -693,8 +694,9 @@ def _variant(family: Sequence[str], named: bool, opening: bool, denied: bool) ->
     return tuple(_denied(text) if denied else text for text in map(_capitalized if opening else str, texts))
 
 
-# Clause families four times: embedded and opening, each about the claim {v} and about the denied value {d};
-# variant = opening + 2 * denied.
+# Clause families six times: embedded and opening, each about the claim {v} and about the denied value {d}
+# (variant = opening + 2 * denied), then opening about a value that is no capitalised name, though its relation's
+# are (PopQA's "politician"), which never opens the sentence (variant 4 + denied).
 _CLAUSES = Templates.compile(
     [
         _variant(family, named, opening, denied)
@@ -702,7 +704,9 @@ _CLAUSES = Templates.compile(
         for opening in (False, True)
         for family, named in zip(_FAMILIES, _NAMED, strict=True)
     ]
+    + [_variant(family, False, True, denied) for denied in (False, True) for family in _FAMILIES]
 )
+_NAME_START = r"^[\p{Lu}\p{Lt}]"  # a value that may open a sentence as it is
 _FRAMES = Frames.compile((FRAMES,))
 _CORROBORATIONS = Templates.compile([tuple(map(_articled, CORROBORATIONS))])
 # Fillers are sentences and titles stand alone: both open with a capitalised subject.
@@ -786,7 +790,24 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = _SOURCE_GENRE[source]
     title = _titles(np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, genre), u[:, U.TITLE])
-    return _concat(stacked, [(_TITLES.pieces, title)]), _concat(stacked, _content(batch, genre))
+    content = _one_stop(_concat(stacked, _content(batch, genre)), (batch.subject, batch.claim, batch.decoy))
+    return _concat(stacked, [(_TITLES.pieces, title)]), content
+
+
+def _one_stop(texts: pa.StringArray, values: Sequence[pl.Series]) -> pa.StringArray:
+    """A value that ends in a stop ("Washington, D.C.", "42.") ends its sentence with it: "D.C." and not "D.C..".
+    Few values do (none offline), so their documents are mended one by one."""
+    ends = [v.str.contains(r"[.!?]$").fill_null(False).to_numpy() for v in values]
+    rows = np.flatnonzero(np.logical_or.reduce(ends))
+    if not len(rows):
+        return texts
+    series = pl.Series(texts)
+    mended = series.gather(rows).to_list()
+    for i, row in enumerate(rows.tolist()):
+        for value, end in zip(values, ends, strict=True):
+            if end[row]:
+                mended[i] = mended[i].replace(value[row] + ".", value[row])
+    return series.scatter(rows, pl.Series(mended, dtype=pl.String)).to_arrow().cast(pa.string())
 
 
 def _sources(u: np.ndarray) -> np.ndarray:
@@ -831,8 +852,9 @@ def _content(batch: Batch, genre: np.ndarray) -> list[tuple[Pieces, np.ndarray]]
     opener = _OPENERS.pick(genre, u[:, U.OPENER] * 2, u[:, U.OPENER] < 0.5)
     segments = [(_OPENERS.pieces, opener), (_FILLERS.pieces, np.where(lead, filler[0], 0)), _spaces(lead)]
     segments += [(_FRAMES.head, frame)]
+    named = [values.str.contains(_NAME_START).fill_null(False).to_numpy() for values in (batch.claim, batch.decoy)]
     for position, after in enumerate((_FRAMES.middle, _FRAMES.tail)):
-        segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position])), (after, frame)]
+        segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position], named)), (after, frame)]
     for j in range(2):
         pick = _CORROBORATIONS.distinct(
             np.zeros(n, np.int64), u[:, U.CORROBORATION_START], u[:, U.CORROBORATION_STEP], j, j < corroborations
@@ -844,10 +866,13 @@ def _content(batch: Batch, genre: np.ndarray) -> list[tuple[Pieces, np.ndarray]]
     return segments
 
 
-def _clause(batch: Batch, which: np.ndarray) -> np.ndarray:
-    """Row of the clause a frame names: 1 c, 2 C (about the claim), 3 cd, 4 Cd (the denied value); 0 none."""
-    variant = np.isin(which, (2, 4)).astype(np.int64) + 2 * (which >= 3)
-    u = np.where(which >= 3, batch.u[:, U.DECOY_CLAUSE], batch.u[:, U.CLAUSE])
+def _clause(batch: Batch, which: np.ndarray, named: Sequence[np.ndarray]) -> np.ndarray:
+    """Row of the clause a frame names: 1 c, 2 C (about the claim), 3 cd, 4 Cd (the denied value); 0 none.
+    `named`: whether the claim and the denied value may open a sentence (_NAME_START)."""
+    opening, denied = np.isin(which, (2, 4)), which >= 3
+    named = np.where(denied, named[1], named[0])
+    variant = np.where(opening & ~named, 4 + denied, opening + 2 * denied)
+    u = np.where(denied, batch.u[:, U.DECOY_CLAUSE], batch.u[:, U.CLAUSE])
     return _CLAUSES.pick(batch.family + variant * len(_FAMILIES), u, which > 0)
 
 

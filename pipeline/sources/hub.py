@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 import polars as pl
 
-from pipeline.sources.common import FactRows, canonical_number, infer_answer_type
+from pipeline.sources.common import FactRows, canonical_number, folded_aliases, infer_answer_type
 
 MAX_ANSWER_WORDS = 5
 NQ_OPEN, POPQA, FAITHEVAL = "nq_open", "akariasai/PopQA", "Salesforce/FaithEval-counterfactual-v1.0"
@@ -25,6 +25,7 @@ POPQA_TYPES = {
 }
 POPQA_COLUMNS = {"id", "subj", "prop", "obj", "question", "possible_answers", "o_aliases"}
 # FaithEval questions that only make sense next to their answer options.
+_ARTICLE = re.compile(r"^(?:the|an?)\s+", re.IGNORECASE)
 _NEEDS_OPTIONS = re.compile(r"^(which|what) of (the|these) (following|options|choices)\b", re.IGNORECASE)
 
 
@@ -77,10 +78,18 @@ def _add(
     answers: list[str],
     kind: str | None = None,
 ):
-    """First answer is canonical (numbers get thousands separators), the rest aliases."""
+    """First answer is canonical (numbers get thousands separators), the rest aliases, each also without its accents
+    or a leading article: "United States" answers "the United States", "Beyonce" answers "Beyoncé"."""
     answer, number_aliases = canonical_number(answers[0])
     kind = kind or infer_answer_type(answer)
-    rows.add(fact_id, relation, subject, question, answer, [*number_aliases, *answers[1:]], kind)
+    spellings = [*number_aliases, *answers]
+    spellings += [other for text in spellings for other in folded_aliases(text) + _unarticled(text)]
+    rows.add(fact_id, relation, subject, question, answer, spellings, kind)
+
+
+def _unarticled(text: str) -> list[str]:
+    bare = _ARTICLE.sub("", text)
+    return [bare] if bare and bare != text else []
 
 
 def nq_open(path: str | None, limit: int, split: str = "train") -> pl.DataFrame:

@@ -21,7 +21,7 @@ def pools():
 def _facts(rows: list[tuple]) -> pl.DataFrame:
     return pl.DataFrame(
         rows, schema=["answer", "answer_aliases", "answer_type", "relation"], orient="row"
-    ).with_columns(pl.col("answer_aliases").cast(pl.List(pl.String)))
+    ).with_columns(pl.col("answer_aliases").cast(pl.List(pl.String)), source=pl.lit("test"))
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,41 @@ def test_number_is_a_near_miss_in_the_same_format(facts, pools):
     assert all(re.fullmatch(r"\d+(\.\d{0,2}[1-9])?", v) and v != "15.999" for v in values[100:150])
     assert all(v.endswith(" km") and v != "5 km" for v in values[150:])
     assert (keys == _keys(values)).all()
+
+
+def test_a_word_with_a_number_in_it_is_no_number(pools):
+    """ "21st" and "the 1990s" are words: a near miss would read "27st" or "the 2570s"; they take other answers."""
+    ordinals = [f"{n}{suffix}" for n, suffix in zip(range(21, 33), ["st", "nd", "rd"] + ["th"] * 9, strict=True)]
+    truths = corruption.truths(
+        _facts([(o, [], "text", "rank") for o in ordinals] + [("the 1990s", [], "text", "era")]), pools
+    )
+    assert not truths.numeric.any()
+    values, _, applied = _claims(truths, [0] * 30, NUMBER)
+    assert set(applied) == {ENTITY} and set(values) <= set(ordinals[1:])
+
+
+def test_another_spelling_of_the_answer_is_no_wrong_value(pools):
+    """ "Beyonce" for "Beyoncé", "United States" for "the United States": the same answer to a reader, never a
+    corrupt document's claim, though each is another fact's answer of the relation."""
+    assert (_keys(["Beyoncé", "the United States", "An Apple"]) == _keys(["Beyonce", "United States", "apple"])).all()
+    names = ["Beyoncé", "Beyonce", "the United States", "United States"] + [f"Singer {i}" for i in range(10)]
+    truths = corruption.truths(_facts([(n, [], "person", "performer") for n in names]), pools)
+    for row, same in ((0, "Beyonce"), (1, "Beyoncé"), (2, "United States"), (3, "the United States")):
+        values, _, _ = _claims(truths, [row] * 200, ENTITY)
+        assert same not in values and names[row] not in values
+
+
+def test_a_group_holds_one_sources_answers(pools):
+    """PopQA's lower-case occupations ("officer") are no wrong values for the synthetic ones, nor the reverse."""
+    jobs = {"synthetic": [f"Job title {i}" for i in range(12)], "popqa": [f"job {i}" for i in range(12)]}
+    facts = pl.concat(
+        _facts([(j, [], "text", "occupation") for j in names]).with_columns(source=pl.lit(source))
+        for source, names in jobs.items()
+    )
+    truths = corruption.truths(facts, pools)
+    for row, own in ((0, jobs["synthetic"]), (12, jobs["popqa"])):
+        values, _, _ = _claims(truths, [row] * 100, ENTITY)
+        assert set(values) <= set(own[1:])
 
 
 def _written(text: str) -> tuple[bool | None, int, bool]:

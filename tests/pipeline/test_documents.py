@@ -166,10 +166,10 @@ def test_an_episode_never_repeats_a_title():
 
 
 def test_topics_name_families_and_labels():
-    relation = pl.Series(["capital", "place_of_birth", "open", "symbol_element"])
-    family, domain, label = documents.topics(relation, np.array([False, False, False, True]))
+    relation = pl.Series(["capital", "place_of_birth", "open", "symbol_element", "capital_of"])
+    family, domain, label = documents.topics(relation, np.array([False, False, False, True, False]))
     assert family[2] == family[3] == documents.OPEN_FAMILY and family[0] != family[1] != documents.OPEN_FAMILY
-    assert label.to_list() == ["capital", "place of birth", "answer", "meaning"]
+    assert label.to_list() == ["capital", "place of birth", "answer", "meaning", "country"]
     assert domain[2] == domain[3] == list(documents.FILLERS).index("question")
 
 
@@ -285,6 +285,23 @@ def test_a_real_world_fact_is_cited_from_its_datas_time_on(relation):
     last = documents.LAST_CITED_YEAR if first else documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1
     assert years == set(range(first or documents.FIRST_CITED_YEAR, last + 1))
     assert set(documents.CITED_SINCE) <= set(documents.RELATION_CLAUSES)
+
+
+def test_a_value_that_ends_in_a_stop_ends_its_sentence():
+    """ "Washington, D.C." closes a sentence with its own stop, not "D.C.."; "Wait..." keeps its three dots."""
+    texts = _rendered("capital", "the United States", "Washington, D.C.", "Wait...")
+    assert not any(re.search(r"[.!?]\.(\s|$)", text.replace("Wait...", "")) for text in texts)
+    assert all("Washington, D.C." in text for text in texts)
+    assert sum("Wait..." in text for text in texts) > 100
+
+
+def test_a_lower_case_value_never_opens_a_sentence():
+    """PopQA's occupations are lower case ("politician"): its claims and denied values stay inside their sentences,
+    while a capitalised one ("Politician") still opens some."""
+    for claim, decoy, opens in (("politician", "lawyer", False), ("Politician", "Lawyer", True)):
+        texts = _rendered("occupation", "George Rankin", claim, decoy)
+        opening = [t for t in texts if re.search(rf"(^|\n|[.!?] )({claim}|{decoy})\b", t)]
+        assert bool(opening) == opens, opening[:1]
 
 
 def test_a_fact_changed_since_its_data_is_cited_from_the_change_on():

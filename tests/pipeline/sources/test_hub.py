@@ -67,6 +67,8 @@ def write_popqa(root: Path) -> str:
         _popqa_row(2563911, "Lucy Lee", "father", "John Lee", "Who is the father of Lucy Lee?", []),
         _popqa_row(900001, "France", "capital", "Paris", "What is the capital of France?", ["City of Light"]),
         _popqa_row(900002, "Mars Hill", "genre", long_genre, "What genre is Mars Hill?", []),
+        _popqa_row(900003, "Tom Hanks", "country", "the United States", "What country is Tom Hanks from?", ["USA"]),
+        _popqa_row(900004, "Halo", "performer", "Beyoncé", "Who performed Halo?", []),
     ]
     folder = root / "PopQA"
     folder.mkdir()
@@ -136,7 +138,9 @@ def test_hub_limit_caps_the_rows_read(hub_paths):
 def test_popqa_decodes_json_aliases_and_names_relations(hub_paths, well_formed):
     facts = _rows(hub.popqa(hub_paths["popqa"], limit=100))
     well_formed(
-        hub.popqa(hub_paths["popqa"], limit=100), "popqa", {"occupation", "place_of_birth", "father", "capital"}
+        hub.popqa(hub_paths["popqa"], limit=100),
+        "popqa",
+        {"occupation", "place_of_birth", "father", "capital", "country", "performer"},
     )
     rankin = facts["popqa:4222362"]
     assert (rankin["subject"], rankin["relation"], rankin["answer"]) == ("George Rankin", "occupation", "politician")
@@ -149,6 +153,9 @@ def test_popqa_decodes_json_aliases_and_names_relations(hub_paths, well_formed):
     )
     assert facts["popqa:2563911"]["answer_type"] == "person"
     assert "popqa:900002" not in facts  # answer longer than five words
+    # another spelling a reader takes for the same answer: without the article, without the accents
+    assert facts["popqa:900003"]["answer_aliases"] == ["USA", "United States"]
+    assert facts["popqa:900004"]["answer_aliases"] == ["Beyonce"]
 
 
 def test_faitheval_takes_the_keyed_choice(hub_paths, well_formed):
