@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from typing import Annotated
 
 import orjson
@@ -19,7 +20,6 @@ from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
 from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import ConcurrencyConfig, ResetResponse
-from pydantic_core import from_json
 from starlette.routing import Route
 
 from reward_api.auth import BearerAuth, document_security
@@ -131,12 +131,14 @@ def _document_step(app: FastAPI) -> None:
             route.openapi_extra = {"requestBody": {"content": {"application/json": {"examples": STEP_EXAMPLES}}}}
 
 
-def _rpc_call(body: bytes) -> dict:
-    """The JSON-RPC request in a /mcp body, or {} when it is none (OpenEnv's handler then says what is wrong)."""
+def _rpc_call(body: bytes) -> dict | None:
+    """The JSON-RPC request in a /mcp body as OpenEnv's handler reads it (json.loads: a stricter parser refused a
+    lone surrogate, "\\ud800", that json.loads takes, and the call went on to open a session); {} when it is no
+    object, which OpenEnv's handler refuses itself, and None when it is no JSON at all."""
     try:
-        call = from_json(body)
-    except ValueError:
-        return {}
+        call = json.loads(body)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's limit
+        return None
     return call if isinstance(call, dict) else {}
 
 
@@ -153,6 +155,8 @@ def _refuse_mcp_sessions(app: FastAPI) -> None:
         """OpenEnv's MCP JSON-RPC endpoint. This environment has no MCP tools (`tools/list` says so), and the
         `openenv/session/*` methods are refused (-32601): play over /ws, or /reset and /step."""
         call = _rpc_call(await request.body())
+        if call is None:  # answered here: what this check cannot read is never forwarded to open a session
+            return JsonRpcResponse.error_response(JsonRpcErrorCode.PARSE_ERROR).model_dump()
         method = call.get("method")
         if not (isinstance(method, str) and method.startswith(SESSION_METHODS)):
             return await forward(request)

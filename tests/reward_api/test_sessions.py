@@ -70,6 +70,23 @@ def test_http_session_methods_are_refused_and_hold_no_slot(backend, monkeypatch)
             assert exchange(ws, {"type": "reset", "data": {"episode_id": 3}})["type"] == "observation"
 
 
+@pytest.mark.parametrize(
+    "params",
+    ['{"x": "\\ud800"}', '{"x": ' + "[" * 5000 + "]" * 5000 + "}"],
+    ids=["lone surrogate", "deep nesting"],
+)
+def test_a_session_call_no_stricter_parser_reads_is_refused_too(backend, monkeypatch, params):
+    """A body a strict JSON parser refused (a lone surrogate escape) went on to OpenEnv's json.loads, which read it
+    and opened a session: 256 such calls locked every /ws client out. Read as OpenEnv reads it, it is refused."""
+    body = '{"jsonrpc": "2.0", "id": 7, "method": "openenv/session/create", "params": ' + params + "}"
+    with small_server(backend, monkeypatch, slots=1) as url, httpx.Client(base_url=url, timeout=30) as http:
+        for _ in range(3):
+            error = http.post("/mcp", content=body, headers={"content-type": "application/json"}).json()["error"]
+            assert error["code"] in (-32601, -32700), error
+        with connect(ws_url(url)) as ws:
+            assert exchange(ws, {"type": "reset", "data": {"episode_id": 3}})["type"] == "observation"
+
+
 def test_a_silent_session_gives_its_slot_back_after_the_timeout_and_keeps_its_game(backend, monkeypatch):
     with small_server(backend, monkeypatch, slots=1, session_timeout=0.5) as url, connect(ws_url(url)) as first:
         assert exchange(first, {"type": "reset", "data": {"episode_id": 3}})["type"] == "observation"
