@@ -69,12 +69,14 @@ class FactRows:
 
 
 def with_spaced_aliases(facts: pl.DataFrame) -> pl.DataFrame:
-    """Adds "Porto Novo" to the aliases of "Porto-Novo": the scorer's normalize drops a hyphen without leaving a
-    space, so the spaced spelling would not match. The joined one ("PortoNovo") already does."""
+    """Adds "Porto Novo" to the aliases of "Porto-Novo", "Warden ranger" to those of "Warden/ranger": the scorer's
+    normalize drops a hyphen or a slash without leaving a space, so the spaced spelling ("Warden / ranger" too) would
+    not match. The joined one ("PortoNovo") already does. A slash between digits (1/2) is left alone."""
     spellings = pl.concat_list("answer", "answer_aliases").list.eval(
         pl.element()
-        .filter(pl.element().str.contains(r"\w-\w"))
-        .str.replace_all("-", " ", literal=True)
+        .filter(pl.element().str.contains(r"\w-\w|[^\W\d_]/[^\W\d_]"))
+        .str.replace_all(r"-|([^\W\d_])/([^\W\d_])", "${1} ${2}")
+        .str.replace_all(r"([^\W\d_])/([^\W\d_])", "${1} ${2}")  # the slashes a first pass skipped: a/b/c
         .str.replace_all(r"\s+", " ")
         .str.strip_chars()
     )

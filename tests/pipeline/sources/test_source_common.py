@@ -66,6 +66,19 @@ def test_hyphenated_answers_also_accept_the_spaced_spelling():
     assert {normalize("Porto Novo"), normalize("PortoNovo"), normalize("porto-novo")} <= accepted
 
 
+def test_a_slash_between_words_also_accepts_the_spaced_spelling():
+    """normalize("Warden/ranger") is "wardenranger": "Warden / ranger" and "Warden ranger" are right answers too;
+    a slash between digits ("1/2") is no joined word."""
+    frame = pl.DataFrame(
+        {"answer": ["Warden/ranger", "1/2", "Geophysicist/field seismologist"], "answer_aliases": [[], [], ["a/b/c"]]},
+        schema={"answer": pl.String, "answer_aliases": pl.List(pl.String)},
+    )
+    aliases = with_spaced_aliases(frame)["answer_aliases"].to_list()
+    assert aliases == [["Warden ranger"], [], ["a/b/c", "Geophysicist field seismologist", "a b c"]]
+    for spelling in ("Warden / ranger", "Warden ranger", "warden/ranger"):
+        assert normalize(spelling) in accepted_answers("Warden/ranger", aliases[0])
+
+
 def test_spaced_aliases_cover_every_spelling_and_keep_the_rest():
     frame = pl.DataFrame(
         {"answer": ["Decker-Guzman Labs", "Plain"], "answer_aliases": [["Ärger-Café  Inc", "Other"], []]},

@@ -136,6 +136,14 @@ def test_employee_counts_have_three_significant_figures():
     assert all(len(str(c).rstrip("0")) <= 3 for c in counts if c >= 1000)
 
 
+def test_a_job_with_a_slash_also_accepts_the_spaced_spelling(facts):
+    """ "Warden / ranger" is a right answer for "Warden/ranger" (normalize drops the slash unspaced)."""
+    jobs = facts.filter(pl.col("relation") == "occupation", pl.col("answer").str.contains("/", literal=True))
+    assert jobs.height > 10
+    for answer, aliases in jobs.select("answer", "answer_aliases").iter_rows():
+        assert normalize(answer.replace("/", " / ")) in accepted_answers(answer, aliases), (answer, aliases)
+
+
 def test_hyphenated_company_names_also_accept_the_spaced_spelling(facts):
     """ "Pacheco Casey Labs" is a right answer for "Pacheco-Casey Labs" (normalize drops the hyphen unspaced)."""
     named = facts.filter(pl.col("relation") == "employer", pl.col("answer").str.contains("-", literal=True))
