@@ -55,7 +55,7 @@ def _clean(errors: Any) -> Any:
     return [
         {
             "loc": [_json_safe(part) for part in e.get("loc", ())],
-            "msg": e.get("msg", ""),
+            "msg": _message(e),
             "type": e.get("type", ""),
             "input": _json_safe(e.get("input")),
         }
@@ -63,6 +63,15 @@ def _clean(errors: Any) -> Any:
         else _json_safe(e)
         for e in errors
     ]
+
+
+def _message(error: dict) -> str:
+    """pydantic's message; for FastAPI's "JSON decode error", the decoder's reason, which it keeps in the context
+    the response drops."""
+    reason = (error.get("ctx") or {}).get("error")
+    if error.get("type") == "json_invalid" and reason:
+        return f"Invalid JSON: {reason}"
+    return error.get("msg", "")
 
 
 def _handler(status: int | None):

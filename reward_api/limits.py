@@ -77,7 +77,8 @@ class JsonBodies:
     FastAPI's json.loads (/reset, /step, /score) decoded a byte order mark and UTF-16, and skipped a body whose
     Content-Type is not JSON; pydantic's parser (/score/batch) refused the first and took the second. Now a
     Content-Type other than application/json (or application/*+json) is a 415, and a body that opens with a byte
-    order mark or is UTF-16/32 a 422, on every JSON route. Nothing is parsed here: it looks at the first bytes,
+    order mark or is UTF-16/32 a 422, on every JSON route; so is a Content-Encoding (gzip...), which no part decodes, a
+    415. Nothing is parsed here: it looks at the first bytes,
     which BodySizeLimit (outside it) hands over with the rest of the body in one message.
     """
 
@@ -96,6 +97,10 @@ class JsonBodies:
         if not _is_json(media):
             named = f"Content-Type {media}" if media else "no Content-Type"
             await _answer(send, 415, f"the body must be JSON sent as application/json; got {named}")
+            return
+        coding = headers.get(b"content-encoding", b"identity").decode("latin-1").strip().lower()
+        if coding not in ("", "identity"):  # nothing decodes it: a gzip body was read as UTF-16, a plain one as is
+            await _answer(send, 415, f"the body must be sent uncompressed; got Content-Encoding {coding}")
             return
         first = await receive()
         problem = _not_utf8(first.get("body", b""))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
 import socket
 
@@ -181,12 +182,26 @@ SUB_RAW = b'{"episode_id": 3, "answer": "a", "flagged_ids": [], "confidence": 0.
         ("/score", SUB_RAW.replace(b"3", BIG, 1), "Exceeds the limit (4300 digits) for integer string conversion"),
         ("/reset", b'{"episode_id": ' + BIG + b"}", "Exceeds the limit (4300 digits) for integer string conversion"),
         ("/step", b'{"action": ' + DEEP + b"}", "nested too deeply"),
+        ("/score", SUB_RAW[:-1] + b", }", "Expecting property name enclosed in double quotes"),
+        ("/reset", b'{"episode_id": 3,}', "Expecting property name enclosed in double quotes"),
+        ("/step", b'{"action": {"action_type": "read_doc" "doc_id": 1}}', "Expecting ',' delimiter"),
         ("/score", SUB_RAW.replace(b'"a"', b'"\xff"'), "not UTF-8 (byte 0xff at offset 29)"),
         ("/score/batch", b'{"submissions": [' + SUB_RAW.replace(b"3", BIG, 1) + b"]}", "number out of range"),
         ("/score/batch", b'{"submissions": ' + DEEP + b"}", "recursion limit exceeded"),
         ("/score/batch", b'{"submissions": [' + SUB_RAW.replace(b'"a"', b'"\xff"') + b"]}", "invalid unicode"),
     ],
-    ids=["score-digits", "reset-digits", "step-nesting", "score-utf8", "batch-digits", "batch-nesting", "batch-utf8"],
+    ids=[
+        "score-digits",
+        "reset-digits",
+        "step-nesting",
+        "score-comma",
+        "reset-comma",
+        "step-delimiter",
+        "score-utf8",
+        "batch-digits",
+        "batch-nesting",
+        "batch-utf8",
+    ],
 )
 def test_a_body_json_cannot_read_is_a_422_naming_the_problem(http, path, raw, needle):
     """FastAPI answered these with a bare 400 "There was an error parsing the body"."""
@@ -216,9 +231,17 @@ def test_every_json_route_takes_json_as_application_json_in_utf8_without_a_bom(h
     ):
         reply = http.post(path, content=encoded, headers={"content-type": "application/json"})
         assert reply.status_code == 422 and needle in reply.json()["detail"][0]["msg"], reply.text
+    for coding, encoded in (("gzip", gzip.compress(raw)), ("br", raw), ("GZIP", gzip.compress(raw))):
+        reply = http.post(
+            path, content=encoded, headers={"content-type": "application/json", "content-encoding": coding}
+        )
+        assert reply.status_code == 415, (coding, reply.text)  # a gzip body was reported as UTF-16
+        assert reply.json()["detail"] == f"the body must be sent uncompressed; got Content-Encoding {coding.lower()}"
     if path.startswith("/score"):
         for media in ("application/json; charset=utf-8", "application/vnd.api+json"):
             assert http.post(path, content=raw, headers={"content-type": media}).status_code == 200, media
+        plain = {"content-type": "application/json", "content-encoding": "identity"}
+        assert http.post(path, content=raw, headers=plain).status_code == 200
 
 
 def test_the_batch_limits_are_the_readmes(http):
