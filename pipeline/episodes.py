@@ -59,6 +59,7 @@ from pipeline.schema import (
 )
 from pipeline.writer import (
     MANIFEST_NAME,
+    OutputError,
     ShardPlan,
     shard_info,
     staging,
@@ -334,7 +335,7 @@ def read_facts(facts_dir: Path) -> tuple[pa.Table, str]:
     rebuild = "run the facts stage (python -m pipeline.facts)"
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # NotADirectoryError: --facts named a file, not its folder
         raise FactsError(f"{path}: no facts table; {rebuild} first") from None
     try:
         # ParquetFile, not read_table: read_table would import pyarrow.dataset (0.3 s)
@@ -426,6 +427,7 @@ def build_episodes(
     read the same file, bound to these bytes by its sha256.
     """
     facts, facts_hash = read_facts(facts_dir)
+    _separate(Path(out_dir), answers_dir)
     hidden = params.hidden_splits()
     if hidden and (answers_dir is None or hidden_key is None):
         raise ValueError(
@@ -470,6 +472,18 @@ def build_episodes(
     return manifest
 
 
+def _separate(out_dir: Path, answers_dir: Path | None) -> None:
+    """Each folder is replaced whole: one inside the other would lose the ground truth, or the build."""
+    if answers_dir is None:
+        return
+    out, answers = out_dir.resolve(), Path(answers_dir).resolve()
+    if out.is_relative_to(answers) or answers.is_relative_to(out):
+        raise OutputError(
+            f"{out_dir} and {answers_dir}: the dataset folder and the answers folder must not hold one another (each "
+            "is replaced whole); give them folders of their own, e.g. data/episodes and data/answers"
+        )
+
+
 def _answers_manifest(
     answers: Path | None, plans: list[ShardPlan], hidden: list[str], row_group_rows: int, digest: str
 ) -> str | None:
@@ -491,8 +505,9 @@ def _answers_staging(answers_dir: Path | None) -> Iterator[Path | None]:
         yield root
 
 
-# The shortcut audit of this generator (benchmarks/audit.py on the default build): a section of the dataset card.
-AUDIT_SECTION = Path("benchmarks/results/audit.md")
+# The generator's shortcut audit (benchmarks/audit.py on the default build), a section of the dataset card: found
+# from this checkout whatever the working folder; a build without it (an installed package) has no such section.
+AUDIT_SECTION = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "audit.md"
 
 
 def main(
@@ -511,7 +526,7 @@ def main(
         data = read_params(params_file)
         seed_ = seed(data, params_file)
         params = section(data, "episodes", EpisodesParams, params_file)
-        answers_dir = Path(out_dir).with_name("answers") if answers_dir is None else answers_dir
+        answers_dir = Path(out_dir).absolute().with_name("answers") if answers_dir is None else answers_dir
         key = hiddenkey.read_key() if params.hidden_test else None
         total = sum(params.counts().values())
         # Drawn after a second: a facts table build_episodes refuses at once (FactsError) leaves only its line.
@@ -526,7 +541,7 @@ def main(
                 progress=lambda info: bar.update(info.num_rows),
                 audit=AUDIT_SECTION.read_text() if AUDIT_SECTION.is_file() else "",
             )
-    except (ParamsError, FactsError, hiddenkey.HiddenKeyError) as err:
+    except (ParamsError, FactsError, hiddenkey.HiddenKeyError, OutputError) as err:
         raise SystemExit(f"episodes: {err}") from None
     seconds = time.perf_counter() - started
     if manifest.hidden_splits:

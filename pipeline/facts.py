@@ -34,6 +34,7 @@ from pipeline.params import (
 from pipeline.pools import build_pools, pools_metadata
 from pipeline.schema import FACT_SCHEMA, SPLITS
 from pipeline.sources import elements, geonames, hub, synthetic
+from pipeline.writer import OutputError, output_folder
 
 log = logging.getLogger(__name__)
 OUT_DIR = Path("data/facts")
@@ -135,16 +136,18 @@ def write_facts(table: pa.Table, out_dir: Path) -> None:
 
 
 def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
-    """The stage; bad params, or a build with a hidden split (episodes.hidden_test) without its key, end it with a
-    one-line message (exit status 1) before anything is written."""
+    """The stage; bad params, an output that is no folder, an unreadable Hub source, or a build with a hidden split
+    (episodes.hidden_test) without its key, end it with a one-line message (exit status 1) before anything is
+    written."""
     start = time.perf_counter()
     try:
+        output_folder(out_dir)
         data = read_params(params_path)
         build_seed = seed(data, params_path)
         facts = section(data, "facts", FactsParams, params_path)
         hidden = "episodes" in data and section(data, "episodes", EpisodesParams, params_path).hidden_test
         table = build_facts(facts, build_seed, hidden_key=hiddenkey.read_key() if hidden else None)
-    except (ParamsError, hiddenkey.HiddenKeyError) as err:
+    except (ParamsError, hiddenkey.HiddenKeyError, hub.HubSourceError, OutputError) as err:
         raise SystemExit(f"facts: {err}") from None
     write_facts(table, out_dir)
     summary = summarise(table)

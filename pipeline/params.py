@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from pipeline.schema import SPLITS
-from pipeline.writer import ShardPlan, plan_shards
+from pipeline.writer import MAX_SHARD_ROWS, MAX_SHARDS, ShardPlan, plan_shards, shard_count
 
 DEFAULT_PARAMS = Path("params.yaml")
 EXECUTION_KEYS = ("workers", "engine", "ray_address")  # episodes keys left out of the manifest's params_hash
@@ -48,6 +48,13 @@ class FactsParams(_Section):
     split_weights: dict[str, float] = Field(description="Share of facts per split, by stable hash of fact_id")
     hub_limit: int = Field(gt=0, description="Rows read from each Hub source (nq_open, popqa, faitheval)")
 
+    @field_validator("sources")
+    @classmethod
+    def _once_each(cls, value: list[str]) -> list[str]:
+        if twice := sorted({source for source in value if value.count(source) > 1}):
+            raise ValueError(f"names {twice} more than once; each source is read once")
+        return value
+
     @field_validator("split_weights")
     @classmethod
     def _weights(cls, value: dict[str, float]) -> dict[str, float]:
@@ -65,7 +72,7 @@ class EpisodesParams(_Section):
     validation: int = Field(gt=0)
     test: int = Field(gt=0)
     workers: int = Field(gt=0)
-    shard_rows: int = Field(gt=0, description="Maximum rows per Parquet shard")
+    shard_rows: int = Field(gt=0, le=MAX_SHARD_ROWS, description="Maximum rows per Parquet shard")
     row_group_rows: int = Field(gt=0, description="Rows per row group: one id lookup reads one group")
     shard_multiple: int = Field(
         1,
@@ -93,6 +100,12 @@ class EpisodesParams(_Section):
         if self.shard_rows % self.row_group_rows:
             raise ValueError(
                 f"shard_rows ({self.shard_rows}) must be a multiple of row_group_rows ({self.row_group_rows})"
+            )
+        shards = sum(shard_count(rows, self.shard_rows, self.shard_multiple) for rows in self.counts().values())
+        if shards > MAX_SHARDS:  # checked before the plans are made: a typo's extra zeros would make millions
+            raise ValueError(
+                f"the splits make {shards:,} shards of at most shard_rows ({self.shard_rows:,}) rows; the data/ "
+                f"folder takes at most {MAX_SHARDS:,} (the Hub's advice per folder): fewer episodes or more shard_rows"
             )
         try:
             self.shard_plans()

@@ -29,7 +29,7 @@ from pipeline.checksums import file_sha256
 from pipeline.filechecks import check_files, published_hidden_columns
 from pipeline.params import HubParams, ParamsError, read_params, section, stage_parser
 from pipeline.schema import ManifestError
-from pipeline.writer import read_manifest, write_text_atomic
+from pipeline.writer import OutputError, output_file, read_manifest, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -202,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folder", type=Path, default=FOLDER, help="the dataset folder to push")
     parser.add_argument("--receipt", type=Path, default=RECEIPT)
     args = parser.parse_args(argv)
-    args.receipt.unlink(missing_ok=True)  # a stale receipt must never vouch for this run
     try:
+        output_file(args.receipt).unlink(missing_ok=True)  # a stale receipt must never vouch for this run
         hub = section(read_params(args.params), "hub", HubParams, args.params)
         token = get_token()
         reason = skip_reason(hub, token)
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                 receipt.url,
                 receipt.commit,
             )
-    except (ParamsError, PublishError) as err:
+    except (ParamsError, PublishError, OutputError) as err:
         log.error("publish: %s", err)
         return 1
     write_receipt(receipt, args.receipt)

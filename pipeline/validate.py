@@ -25,7 +25,7 @@ from pipeline.filechecks import (
 )
 from pipeline.invariants import EPISODE_VIOLATIONS, INVARIANTS, NORMALIZE_MACROS, checked_sql, sql_literal
 from pipeline.schema import VISIBLE_COLUMNS, ManifestError, ShardInfo
-from pipeline.writer import read_manifest, write_text_atomic
+from pipeline.writer import OutputError, output_file, read_manifest, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -130,12 +130,14 @@ def violation_message(metrics: dict) -> str:
 
 
 def main(data_dir: Path = DATA_DIR, answers_dir: Path = ANSWERS_DIR, metrics_path: Path = METRICS_PATH) -> None:
-    """The stage; a folder it cannot check (ManifestError) ends it with a one-line message (exit status 1)."""
+    """The stage; a folder it cannot check (ManifestError) or a metrics path it cannot write (OutputError, before
+    any work) ends it with a one-line message (exit status 1)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.perf_counter()
     try:
+        output_file(metrics_path)
         metrics = validate(data_dir, progress=True, answers=answers_dir)
-    except ManifestError as err:
+    except (ManifestError, OutputError) as err:
         raise SystemExit(f"validate: {err}") from None
     metrics_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(metrics_path, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")

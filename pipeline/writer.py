@@ -105,6 +105,12 @@ def plan_shards(counts: Mapping[str, int], shard_rows: int, row_group_rows: int,
     return plans
 
 
+# A shard is built whole in memory (a few KB per row); a dataset's shards all lie in its data/ folder, and the Hub
+# recommends under 10,000 entries per folder.
+MAX_SHARD_ROWS = 2**20
+MAX_SHARDS = 10_000
+
+
 def shard_count(rows: int, shard_rows: int, multiple: int) -> int:
     """Shards needed for `rows` rows of at most `shard_rows` each, rounded up to a multiple of `multiple`."""
     needed = -(-rows // shard_rows)
@@ -227,26 +233,65 @@ def write_manifest(root: Path, manifest: Manifest | AnswersManifest) -> None:
     write_text_atomic(Path(root) / MANIFEST_NAME, text)
 
 
+class OutputError(ValueError):
+    """An output path no stage can write: the message names it and says why. Raised before any work."""
+
+
+def output_folder(path: Path) -> Path:
+    """`path` checked as a folder a stage writes into: neither it nor a folder above it may be a file."""
+    _no_file_above(Path(path))
+    if Path(path).exists() and not Path(path).is_dir():
+        raise OutputError(f"{path}: is a file, not a folder; give a folder for the output")
+    return Path(path)
+
+
+def output_file(path: Path) -> Path:
+    """`path` checked as a file a stage writes (`write_text_atomic`): not a folder, and no file above it."""
+    _no_file_above(Path(path))
+    if Path(path).is_dir():
+        raise OutputError(f"{path}: is a folder; give a file name for the output")
+    return Path(path)
+
+
+def _no_file_above(path: Path) -> None:
+    existing = next(parent for parent in path.absolute().parents if parent.exists())
+    if not existing.is_dir():
+        raise OutputError(f"{path}: {existing} is a file, so no folder can be made there")
+
+
 @contextmanager
 def staging(out_dir: Path) -> Iterator[Path]:
     """Yield a hidden folder beside out_dir; on success it replaces out_dir, on error it is removed.
 
     A stale staging folder (a killed build) is removed first. The old output is renamed aside before the
-    new one is renamed in, so at every instant out_dir is either absent, the old build, or the new build.
+    new one is renamed in, so at every instant out_dir is either absent, the old build, or the new build; if the
+    last rename fails, the old build goes back. A symlinked out_dir stays a link: its target is replaced. The checks
+    (OutputError) come before anything is written: out_dir is no file, nor the working folder or one above it.
     """
-    out_dir = Path(out_dir)
-    partial = out_dir.with_name(f".{out_dir.name}.partial")
-    old = out_dir.with_name(f".{out_dir.name}.old")
+    target = output_folder(Path(out_dir).resolve())
+    if Path.cwd().is_relative_to(target):
+        raise OutputError(
+            f"{out_dir}: is the working folder or one above it, which the output would replace; give the output a "
+            "folder of its own (e.g. data/episodes)"
+        )
+    partial = target.with_name(f".{target.name}.partial")
+    old = target.with_name(f".{target.name}.old")
     for stale in (partial, old):
-        if stale.exists():
+        if stale.is_symlink() or stale.is_file():
+            stale.unlink()
+        elif stale.exists():
             shutil.rmtree(stale)
     partial.mkdir(parents=True)
+    moved = False
     try:
         yield partial
+        if target.exists():
+            os.replace(target, old)
+            moved = True
+        os.replace(partial, target)
     except BaseException:
+        if moved and not target.exists():
+            os.replace(old, target)
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if out_dir.exists():
-        os.replace(out_dir, old)
-    os.replace(partial, out_dir)
     shutil.rmtree(old, ignore_errors=True)

@@ -35,7 +35,9 @@ def card_section(report: AuditReport) -> str:
     )
     return (
         "## Shortcut audit\n\n"
-        "Can one document, read alone, be told corrupt or clean? Each cue below is learned (logistic regression, or "
+        "Can one document, read alone, be told corrupt or clean? `benchmarks/audit.py` asks the generator, on a build "
+        "at the default params (every build's documents come from the same templates and draws). Each cue below is "
+        "learned (logistic regression, or "
         f"boosted trees for the combined layout) on {report.train_documents:,} train-split documents and scored by "
         f"ROC AUC on {report.eval_documents:,} validation-split documents (other facts): one model over all of them "
         "(also scored within each answer type), and one per corruption kind, learned and scored on that kind's "

@@ -21,8 +21,8 @@ FACTS = Path("data/facts/facts.parquet")
 MANIFEST = Path("data/episodes/manifest.json")
 
 
-def run_stage(stage: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def run_stage(stage: str, cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
     cmd = [sys.executable, "-m", f"pipeline.{stage}", *args]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
@@ -130,3 +130,38 @@ def test_the_stages_read_and_write_where_their_options_say(tmp_path):
     metrics = json.loads((build / "metrics.json").read_text())
     assert metrics["episodes"]["total"] == EPISODES["train"] + EPISODES["validation"] + EPISODES["test"]
     assert not any(metrics["violations"].values()) and not (tmp_path / "data").exists()
+    # the card's audit section comes from the checkout, not from a benchmarks/ folder where the stage runs
+    assert "## Shortcut audit" in (build / "episodes" / "README.md").read_text()
+
+
+def test_a_hub_source_that_cannot_be_read_is_one_line(tmp_path):
+    """Offline, facts.sources: [nq_open] ended `dvc repro` with a traceback around this line."""
+    offline = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}  # an empty cache: nothing to fall back on
+    result = run_stage("facts", project(tmp_path, facts={"sources": ["nq_open"]}), **offline)
+
+    needles = ("facts.sources: nq_open could not be read", "remove it from facts.sources")
+    assert_one_line_failure(result, "facts", *needles)
+    assert not (tmp_path / "data").exists()
+
+
+def test_an_output_no_stage_can_write_is_refused_before_any_work(tmp_path):
+    """A file where a folder goes or the reverse, the working folder as the dataset, or the answers inside the
+    dataset (each folder is replaced whole: the ground truth was lost): one line, the old output untouched."""
+    project(tmp_path, files={"afile": b"mine", "adir/keep": b"kept"})
+    assert run_stage("facts", tmp_path).returncode == 0
+    refusals = [
+        ("facts", ["--out", "afile"], "afile: is a file, not a folder"),
+        ("facts", ["--out", "afile/sub"], "afile is a file, so no folder can be made there"),
+        ("episodes", ["--facts", str(FACTS)], f"{FACTS}/facts.parquet: no facts table"),
+        ("episodes", ["--out", "."], ".: is the working folder or one above it"),
+        ("episodes", ["--out", "afile"], "afile: is a file, not a folder"),
+        ("episodes", ["--out", "build/ds", "--answers", "build/ds/answers"], "must not hold one another"),
+        ("episodes", ["--out", "build/answers"], "must not hold one another"),  # the default answers: beside it
+        ("validate", ["--metrics", "adir"], "adir: is a folder; give a file name"),
+        ("publish", ["--receipt", "adir"], "adir: is a folder; give a file name"),
+    ]
+    for stage, args, needle in refusals:
+        assert_one_line_failure(run_stage(stage, tmp_path, *args), stage, needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile", "data", "params.yaml"]
+    assert (tmp_path / "afile").read_bytes() == b"mine" and (tmp_path / "adir" / "keep").read_bytes() == b"kept"
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["facts"]

@@ -22,6 +22,7 @@ import yaml
 from datasets import load_dataset
 from test_publish import REPO, make_project, remote_dataset, run_publish
 
+from pipeline import episodes as episodes_stage
 from pipeline import hiddenkey
 from pipeline.card import CARD_NAME
 from pipeline.checksums import file_sha256
@@ -322,7 +323,7 @@ def test_a_build_killed_between_its_two_folders_is_refused_then_reruns_identical
         "answers/manifest.json: another build's (params_hash or sha256 differs from manifest.json)"
     ]
 
-    monkeypatch.chdir(tmp_path)  # the stage's folder, as for the killed run: no audit section for the card
+    monkeypatch.setattr(episodes_stage, "AUDIT_SECTION", tmp_path / "none.md")  # hidden_build's card has none
     main(tmp_path / "params.yaml", data / "facts", episodes)
     assert snapshot(episodes, answers) == snapshot(*hidden_build)
     assert sorted(p.name for p in data.iterdir()) == ["answers", "episodes", "facts"]

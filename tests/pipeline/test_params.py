@@ -35,8 +35,11 @@ def test_repository_params_are_valid():
         ("episodes", EpisodesParams, {"shards": 3}, "episodes.shards"),
         ("episodes", EpisodesParams, {"row_group_rows": 1000}, "multiple of row_group_rows"),
         ("episodes", EpisodesParams, {"shard_multiple": 0}, "episodes.shard_multiple"),
+        ("episodes", EpisodesParams, {"train": 10**12}, "the splits make 15,258,808 shards of at most shard_rows"),
+        ("episodes", EpisodesParams, {"shard_rows": 2**70}, "episodes.shard_rows: Input should be less than or equal"),
         ("episodes", EpisodesParams, {"test": 300, "shard_multiple": 8}, r"shard_multiple \(8\): test: 300 rows"),
         ("facts", FactsParams, {"sources": ["geonames", "wikipedia"]}, "facts.sources"),
+        ("facts", FactsParams, {"sources": ["synthetic", "synthetic"]}, r"names \['synthetic'\] more than"),
         ("facts", FactsParams, {"split_weights": {"train": 0.5, "validation": 0.1, "test": 0.1}}, "sum to 1"),
         ("facts", FactsParams, {"split_weights": {"train": float("nan"), "validation": 0.5, "test": 0.5}}, "finite"),
         # YAML's yes/on are booleans and "8" a string: not counts.

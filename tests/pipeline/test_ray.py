@@ -23,7 +23,7 @@ import pytest
 import ray
 import yaml
 
-from pipeline.episodes import build_episodes
+from pipeline.episodes import AUDIT_SECTION, build_episodes
 from pipeline.params import EpisodesParams, ParamsError, section
 from pipeline.writer import ShardPlan
 
@@ -176,4 +176,8 @@ def test_cli_with_engine_ray_starts_and_stops_its_own_cluster(facts_dir, local_b
         assert left == [], "and stopped it: none of its processes is left"
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
-    assert _files(tmp_path / "data" / "episodes") == _files(local_build)
+    built, local = _files(tmp_path / "data" / "episodes"), _files(local_build)
+    card, local_card = built.pop("README.md").decode(), local.pop("README.md").decode()
+    assert built == local  # the stage's card adds the generator's audit section (build_episodes' leaves it out)
+    audit = AUDIT_SECTION.read_text().strip() + "\n\n"
+    assert card == local_card.replace("## Sources and licences", audit + "## Sources and licences", 1)

@@ -7,12 +7,15 @@ DESIGN §3, shared with the card and validate tests.
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline import writer
 from pipeline.schema import (
     CORRUPTION_LEVELS,
     EPISODE_SCHEMA,
@@ -25,6 +28,7 @@ from pipeline.schema import (
 )
 from pipeline.writer import (
     MANIFEST_NAME,
+    OutputError,
     ShardPlan,
     plan_shards,
     staging,
@@ -229,6 +233,54 @@ def test_staging_removes_stale_temp_folders(tmp_path):
         (tmp_path / stale / "stale.parquet").write_bytes(b"x")
     with staging(out) as stage:
         assert list(stage.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
+
+
+def test_staging_keeps_a_symlinked_output_a_link_and_fills_its_target(tmp_path):
+    """data/episodes as a link to a bigger disk: the link stays and the build lands where it points, every time (the
+    link used to be renamed aside, and the next build failed on it)."""
+    disk, out = tmp_path / "disk", tmp_path / "project" / "episodes"
+    (disk / "episodes").mkdir(parents=True)
+    out.parent.mkdir()
+    out.symlink_to(disk / "episodes")
+    for build in ("first", "second"):
+        with staging(out) as stage:
+            (stage / f"{build}.txt").write_text(build)
+        assert out.is_symlink() and [p.name for p in out.iterdir()] == [f"{build}.txt"]
+    assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["episodes"]
+    assert sorted(p.name for p in disk.iterdir()) == ["episodes"]
+
+
+def test_staging_refuses_a_file_or_the_working_folder_before_writing(tmp_path, monkeypatch):
+    (tmp_path / "afile").write_text("mine")
+    monkeypatch.chdir(tmp_path / ".")
+    for out, problem in (
+        ("afile", "afile: is a file, not a folder"),
+        ("afile/sub", f"afile/sub: {tmp_path / 'afile'} is a file"),
+        (".", ".: is the working folder or one above it"),
+        ("..", "..: is the working folder or one above it"),
+    ):
+        with pytest.raises(OutputError, match=re.escape(problem)), staging(Path(out)):
+            raise AssertionError("no staging folder is made")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "mine"
+
+
+def test_staging_puts_the_old_build_back_when_the_last_rename_fails(tmp_path, monkeypatch):
+    out = tmp_path / "episodes"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    renames = []
+
+    def failing_second(src, dst):
+        renames.append(dst)
+        if len(renames) == 2:
+            raise OSError(16, "Device or resource busy")
+        os.rename(src, dst)
+
+    monkeypatch.setattr(writer.os, "replace", failing_second)
+    with pytest.raises(OSError, match="busy"), staging(out) as stage:
+        (stage / "new.txt").write_text("new")
+    assert [p.name for p in out.iterdir()] == ["old.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
 
 
