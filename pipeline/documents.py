@@ -932,14 +932,16 @@ def _year_values(values: pl.Series) -> np.ndarray:
 
 def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, named: Sequence[pl.Series]) -> pl.Series:
     """A citation year that equals none of the answer and the values the document `named` (its claim, the value it
-    denies): uniform over CITED_YEARS from FIRST_CITED_YEAR, or from a later year `since` to LAST_CITED_YEAR.
+    denies), thousands separators aside: uniform over CITED_YEARS from FIRST_CITED_YEAR, or from a later year
+    `since` to LAST_CITED_YEAR.
 
     Where the answer is a year, the cited report comes after every year the document names (a 2006 report cannot
     state a 2007 founding): uniform in the years from the latest of them to LAST_CITED_YEAR (from FIRST_CITED_YEAR
     at the earliest), or the year after the latest where that is later still; never the answer's. Only the named
     years bound it: a bound from the answer would show a corrupt document's hidden truth.
     """
-    avoided = (answer, *named)
+    # "2,020" is 2020 to a reader: a count's digits, cited as a year, would give the true count away
+    avoided = [value.cast(pl.String).str.replace_all(",", "", literal=True) for value in (answer, *named)]
     year = since + _index(u, np.where(since > FIRST_CITED_YEAR, LAST_CITED_YEAR + 1 - since, CITED_YEARS))
     for _ in avoided:
         text = pl.Series(year).cast(pl.String)

@@ -253,6 +253,13 @@ def test_every_report_reads_right_in_every_sentence_naming_it():
             assert not {word.rstrip("s") for word in report.split()} & stems, (template, report)
 
 
+def test_a_count_is_never_cited_as_a_year():
+    """A corrupt document claiming 2,130 employees where 2,000 is true once cited a "2000 review": the true count."""
+    texts = _rendered("employees", "Moore Foods", "2,130", "1,990", answer="2,000", n=3000)
+    years = {int(a or b) for text in texts for a, b in re.findall(CITED, text)}
+    assert not years & {2000, 2130, 1990} and len(years) > 20
+
+
 def test_atomic_masses_are_not_called_standard_atomic_weights():
     """34 elements (Tc, Pm, Am, ...) have no standard atomic weight; every element has an atomic mass."""
     texts = _rendered("atomic_mass", "americium", "243", "244")
