@@ -1,4 +1,5 @@
-"""Error responses: every failure is a 4xx whose `detail` says what is wrong, and is always valid JSON.
+"""Error responses: every failure is a 4xx (a 503 where the dataset changed under the running server) whose `detail`
+says what is wrong, and is always valid JSON.
 
 FastAPI's stock handlers echo the offending input back, so a NaN in a body became a 500 while the
 error was being encoded; here inputs that JSON cannot carry are echoed as their repr. A body FastAPI's json.loads
@@ -21,17 +22,20 @@ from starlette.exceptions import HTTPException
 
 from reward_api.game import EpisodeOver, MoveError
 from reward_api.keys import GroundTruthMissing
+from reward_api.shards import StoreError
 from reward_api.store import EpisodeNotFound
 from reward_api.tokens import TokenError
 
 # Checked in order: subclasses before their bases. GroundTruthMissing: scoring a hidden split on a server
-# without its answers is refused here, whoever asks (a 403 says retrying will not help).
+# without its answers is refused here, whoever asks (a 403 says retrying will not help). StoreError: the dataset
+# changed under a running server (503: the server, not the request, is at fault).
 DOMAIN_STATUS = (
     (EpisodeNotFound, 404),
     (TokenError, 403),
     (GroundTruthMissing, 403),
     (EpisodeOver, 409),
     (MoveError, 422),
+    (StoreError, 503),  # a shard removed or damaged after start-up: the message names it
 )
 
 

@@ -5,16 +5,21 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
+from pathlib import Path
 
 import httpx
 import pytest
 from openenv.core import GenericEnvClient
 
 from pipeline.schema import MAX_BUDGET, NUM_DOCS
+from reward_api.env import Backend
 from reward_api.game import GameState
 from reward_api.scoring import REWARD_VERSION, score_key, score_submission_key
+from reward_api.server import build_app
+from reward_api.store import EpisodeStore
 from reward_api.tokens import TokenSigner
-from tests.reward_api.conftest import truth_key
+from tests.reward_api.conftest import SECRET, serve, truth_key
 
 
 @pytest.fixture(scope="module")
@@ -260,3 +265,39 @@ def test_openapi_documents_every_body_with_examples(http):
     for path in ("/episodes/{episode_id}", "/score", "/score/batch", "/tasks", "/manifest", "/reset"):
         operation = next(iter(spec["paths"][path].values()))
         assert operation.get("description") and operation.get("summary"), path
+
+
+def test_a_shard_damaged_after_start_up_is_a_503_naming_it(served_dir, tmp_path):
+    """A shard cut short (or replaced) under a running server was a bare text/plain 500 on /reset and /score, while
+    /health said healthy; now a JSON 503 names the file (the request is not at fault). /episodes may still answer
+    from the agent views cached beside the build."""
+    data = tmp_path / "episodes"
+    shutil.copytree(served_dir, data)
+    store = EpisodeStore(data, cache_mb=0.5, preload_keys=False)
+    server, thread, url = serve(build_app(Backend(store, TokenSigner(SECRET, store.manifest.params_hash))))
+    train = [shard for shard in store.manifest.shards if shard.split == "train"]
+    try:
+        cut = data / train[1].path
+        cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])  # its last row groups are gone
+        last = train[1].first_id + train[1].num_rows - 1
+        with httpx.Client(base_url=url, timeout=30) as http:
+            for reply, shard in (
+                (http.post("/reset", json={"split": "train", "task": "easy", "seed": 1}), train[1]),
+                (
+                    http.post(
+                        "/score",
+                        json={
+                            "episode_id": last - 1,
+                            "answer": "x",
+                            "flagged_ids": [],
+                            "confidence": 0.5,
+                        },
+                    ),
+                    train[1],
+                ),
+            ):
+                assert reply.status_code == 503 and reply.headers["content-type"] == "application/json", reply.text
+                assert Path(shard.path).name in reply.json()["detail"], reply.text
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
