@@ -870,8 +870,8 @@ def _clause(batch: Batch, which: np.ndarray, named: Sequence[np.ndarray]) -> np.
     """Row of the clause a frame names: 1 c, 2 C (about the claim), 3 cd, 4 Cd (the denied value); 0 none.
     `named`: whether the claim and the denied value may open a sentence (_NAME_START)."""
     opening, denied = np.isin(which, (2, 4)), which >= 3
-    named = np.where(denied, named[1], named[0])
-    variant = np.where(opening & ~named, 4 + denied, opening + 2 * denied)
+    name = np.where(denied, named[1], named[0])
+    variant = np.where(opening & ~name, 4 + denied, opening + 2 * denied)
     u = np.where(denied, batch.u[:, U.DECOY_CLAUSE], batch.u[:, U.CLAUSE])
     return _CLAUSES.pick(batch.family + variant * len(_FAMILIES), u, which > 0)
 
