@@ -41,6 +41,6 @@ ENV HF_HOME=/home/app/.cache/huggingface \
 
 EXPOSE 7860
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:7860/health', timeout=4)"]
+    CMD ["python", "-c", "import os, urllib.request; port = os.environ.get('CONTEXTCORRUPTION_PORT', '7860'); urllib.request.urlopen(f'http://127.0.0.1:{port}/health', timeout=4)"]
 
 CMD ["python", "-m", "reward_api"]

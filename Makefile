@@ -1,7 +1,10 @@
 # The README's two commands: `make run` (build the default dataset, then serve it) and `make test`.
 PYTHON ?= python3
-# A CPU build of torch for the tests and CPU training; GPU users follow requirements-gpu.txt instead.
+# torch for the tests and CPU training; GPU users follow requirements-gpu.txt instead. pip takes the CPU build where
+# its find-links hold one (the project's build machines); elsewhere PyPI's torch is the CUDA one (several GB), so
+# pass TORCH_INDEX=https://download.pytorch.org/whl/cpu for the CPU build.
 TORCH ?= torch==2.13.0
+TORCH_INDEX ?=
 VENV := .venv
 BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
@@ -19,7 +22,7 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q '$(TORCH)'
+	$(BIN)/pip install -q '$(TORCH)' $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install -q -e '.[train,dev,ray]'
 	touch $@ $(VENV)/.core
 

@@ -5,8 +5,9 @@
     .venv/bin/python benchmarks/engines.py --cores-per-node 32 --nodes 1 8 64   # the extrapolation table
 
 The facts are built once (not timed). Each run is its own child process: local with 1 worker (the per-core
-rate: episodes per CPU-second of the whole process tree), local with `--workers`, and Ray with a fresh
-one-machine cluster of `--workers` CPUs (its start-up timed apart from the build). CPU seconds are summed over
+rate: episodes per CPU-second of the build in that process, imports and start-up left out), local with
+`--workers`, and Ray with a fresh one-machine cluster of `--workers` CPUs (its start-up timed apart from the
+build). CPU seconds are summed over
 the child's process tree (Ray's raylet and workers included), sampled every 100 ms. The shards' sha256 must
 agree across runs. The extrapolation assumes the per-core rate holds per node (shards are independent; the
 driver only collects ShardInfo), so it is an upper bound that ignores the shared filesystem's write bandwidth.
