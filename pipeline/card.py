@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from pipeline.atomic import write_text_atomic
 from pipeline.corruption import QUANTITY_SHIFT, YEAR_SHIFT
 from pipeline.schema import (
     CORRUPTION_LEVELS,
@@ -29,7 +30,6 @@ from pipeline.schema import (
     Manifest,
     hidden_config,
 )
-from pipeline.writer import write_text_atomic
 
 CARD_NAME = "README.md"
 PRETTY_NAME = "ContextCorruption"

@@ -25,11 +25,12 @@ from huggingface_hub.errors import HFValidationError, HTTPError
 from huggingface_hub.utils.sha import git_hash
 from pydantic import BaseModel, ConfigDict
 
+from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
 from pipeline.filechecks import check_files, published_hidden_columns
 from pipeline.params import HubParams, ParamsError, read_params, section, stage_parser
 from pipeline.schema import ManifestError
-from pipeline.writer import OutputError, output_file, read_manifest, write_text_atomic
+from pipeline.writer import OutputError, output_file, read_manifest
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipeline.atomic import write_text_atomic
 from pipeline.dataset_metrics import dataset_metrics
 from pipeline.filechecks import (
     check_answers,
@@ -25,7 +26,7 @@ from pipeline.filechecks import (
 )
 from pipeline.invariants import EPISODE_VIOLATIONS, INVARIANTS, NORMALIZE_MACROS, checked_sql, sql_literal
 from pipeline.schema import VISIBLE_COLUMNS, ManifestError, ShardInfo
-from pipeline.writer import OutputError, output_file, read_manifest, write_text_atomic
+from pipeline.writer import OutputError, output_file, read_manifest
 
 log = logging.getLogger(__name__)
 

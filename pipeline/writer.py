@@ -22,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
 from pipeline.schema import (
     ANSWER_COLUMNS,
@@ -201,17 +202,6 @@ def shard_info(root: Path, plan: ShardPlan, row_group_rows: int) -> ShardInfo:
         bytes=path.stat().st_size,
         sha256=file_sha256(path),
     )
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write beside the target and rename, so readers never see a half-written file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def read_manifest(root: Path) -> Manifest:

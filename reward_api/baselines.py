@@ -29,8 +29,8 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline.atomic import write_text_atomic
 from pipeline.schema import TASKS
-from pipeline.writer import write_text_atomic
 from reward_api.agents import AGENTS, Submission, oracle_submission, random_submissions, reader_submissions
 from reward_api.auth import client_headers
 from reward_api.localserver import Served, local_server

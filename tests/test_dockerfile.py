@@ -39,6 +39,7 @@ sys.modules["pandas"] = None  # as in the image: pyarrow imports pandas only whe
 from reward_api.__main__ import skip_web_ui
 skip_web_ui()  # as `python -m reward_api` does before building the app
 import reward_api.__main__, reward_api.source
+import reward_api.baselines  # the oracle openenv.yaml names, run inside the image
 from reward_api.env import Backend
 from reward_api.server import build_app
 from reward_api.store import EpisodeStore
