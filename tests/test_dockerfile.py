@@ -134,6 +134,9 @@ def test_requirements_are_serving_only():
     tested = {r.name: distribution(r.name).version for r in serve_requirements()}
     stale = [f"{r} (tested with {tested[r.name]})" for r in serve_requirements() if tested[r.name] not in r.specifier]
     assert not stale, f"the image would run other versions than the tests: {stale}"
+    pinned = {canonicalize_name(r.name) for r in serve_requirements()}
+    floating = sorted(installed_closure(serve_requirements()) - pinned)
+    assert not floating, f"requirements-serve.txt leaves what these pull in unpinned: {floating}"
 
 
 def test_every_loaded_distribution_is_installed_by_the_image(loaded):
