@@ -49,9 +49,10 @@ SEPARATED_FROM = 1000  # sources write quantities from here up with thousands se
 MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
 ANY_PRECISION = 19
-# A number with text around it ("$5 million"); one with letters right after it ("21st", "1990s") is a word: a near
-# miss of it would read "27st".
-_NUMERIC = r"^(\D*?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,6}))?((?:[^\d\p{L}]\D*)?)$"
+# A number with text around it ("$5 million", "100kg"); an ordinal or a decade ("21st", "the 1990s") is a word: a
+# near miss of it would read "27st".
+_NUMERIC = r"^(\D*?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,6}))?(\D*)$"
+_WORD_SUFFIX = r"^(?:st|nd|rd|th|s)(?:\P{L}|$)"
 _POOLED_TYPES = ("person", "organization", "place", "text")
 
 
@@ -152,7 +153,8 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
     parsed = parsed.with_columns(pl.col("digits").str.replace_all(",", ""), pl.col("frac").fill_null(""))
     parsed = parsed.with_columns(
         numeric=pl.col("digits").is_not_null()
-        & (pl.col("digits").str.len_chars() + pl.col("frac").str.len_chars() <= 17),
+        & (pl.col("digits").str.len_chars() + pl.col("frac").str.len_chars() <= 17)
+        & ~pl.col("suffix").str.contains(_WORD_SUFFIX).fill_null(False),
         value=pl.concat_str(["digits", "frac"]).str.to_integer(strict=False).fill_null(0),
     )
     numeric = parsed["numeric"].to_numpy()

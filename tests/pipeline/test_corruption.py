@@ -89,6 +89,8 @@ def test_a_word_with_a_number_in_it_is_no_number(pools):
         _facts([(o, [], "text", "rank") for o in ordinals] + [("the 1990s", [], "text", "era")]), pools
     )
     assert not truths.numeric.any()
+    units = corruption.truths(_facts([("100kg", [], "quantity", "mass"), ("2 sons", [], "quantity", "kids")]), pools)
+    assert units.numeric.all()  # a unit after a number keeps it a number
     values, _, applied = _claims(truths, [0] * 30, NUMBER)
     assert set(applied) == {ENTITY} and set(values) <= set(ordinals[1:])
 
