@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import psutil  # installed with dvc, a core dependency
@@ -110,15 +111,18 @@ def child_literal(work: Path, seconds: float) -> dict:
     }
 
 
-def _rewrite(work: Path, path: str, plan: tuple, row_group_rows: int) -> tuple[int, float, float]:
-    """One shard of ours read back (not timed) and written again: (process id, write seconds, write CPU seconds)."""
+def _rewrite(work: Path, row_group_rows: int, shard) -> tuple[int, float, float]:
+    """One shard of ours (a ShardInfo) read back (not timed) and written again: (process id, write seconds, write CPU
+    seconds)."""
     import pyarrow.parquet as pq
 
     from pipeline.writer import ShardPlan, write_shard
 
-    table = pq.read_table(work / "episodes" / path)  # ready columns
+    name = Path(shard.path).stem.split("-")
+    plan = ShardPlan(shard.split, int(name[1]), int(name[3]), shard.first_id, shard.num_rows)
+    table = pq.read_table(work / "episodes" / shard.path)  # ready columns
     start, cpu = time.perf_counter(), time.process_time()
-    write_shard(table, work / "floor", ShardPlan(*plan), row_group_rows)
+    write_shard(table, work / "floor", plan, row_group_rows)
     return os.getpid(), time.perf_counter() - start, time.process_time() - cpu
 
 
@@ -130,13 +134,9 @@ def child_floor(work: Path, row_group_rows: int | None, workers: int) -> dict:
 
     manifest = read_manifest(work / "episodes")
     shutil.rmtree(work / "floor", ignore_errors=True)
-    plans = []
-    for shard in manifest.shards:
-        name = Path(shard.path).stem.split("-")
-        plans.append((shard.path, (shard.split, int(name[1]), int(name[3]), shard.first_id, shard.num_rows)))
-    rows = row_group_rows or manifest.row_group_rows
+    rewrite = partial(_rewrite, work, row_group_rows or manifest.row_group_rows)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        done = list(pool.map(_rewrite, *zip(*[(work, path, plan, rows) for path, plan in plans], strict=True)))
+        done = list(pool.map(rewrite, manifest.shards))
     busy: dict[int, float] = {}
     for pid, seconds, _ in done:
         busy[pid] = busy.get(pid, 0.0) + seconds

@@ -229,24 +229,26 @@ class OutputError(ValueError):
 
 def output_folder(path: Path) -> Path:
     """`path` checked as a folder a stage writes into: neither it nor a folder above it may be a file."""
-    _no_file_above(Path(path))
-    if Path(path).exists() and not Path(path).is_dir():
+    path = _no_file_above(path)
+    if path.exists() and not path.is_dir():
         raise OutputError(f"{path}: is a file, not a folder; give a folder for the output")
-    return Path(path)
+    return path
 
 
 def output_file(path: Path) -> Path:
     """`path` checked as a file a stage writes (`write_text_atomic`): not a folder, and no file above it."""
-    _no_file_above(Path(path))
-    if Path(path).is_dir():
+    path = _no_file_above(path)
+    if path.is_dir():
         raise OutputError(f"{path}: is a folder; give a file name for the output")
-    return Path(path)
+    return path
 
 
-def _no_file_above(path: Path) -> None:
+def _no_file_above(path: Path) -> Path:
+    path = Path(path)
     existing = next(parent for parent in path.absolute().parents if parent.exists())
     if not existing.is_dir():
         raise OutputError(f"{path}: {existing} is a file, so no folder can be made there")
+    return path
 
 
 @contextmanager

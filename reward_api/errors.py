@@ -22,8 +22,7 @@ from starlette.exceptions import HTTPException
 
 from reward_api.game import EpisodeOver, MoveError
 from reward_api.keys import GroundTruthMissing
-from reward_api.shards import StoreError
-from reward_api.store import EpisodeNotFound
+from reward_api.store import EpisodeNotFound, StoreError
 from reward_api.tokens import TokenError
 
 # Checked in order: subclasses before their bases. GroundTruthMissing: scoring a hidden split on a server

@@ -77,9 +77,9 @@ class JsonBodies:
     FastAPI's json.loads (/reset, /step, /score) decoded a byte order mark and UTF-16, and skipped a body whose
     Content-Type is not JSON; pydantic's parser (/score/batch) refused the first and took the second. Now a
     Content-Type other than application/json (or application/*+json) is a 415, and a body that opens with a byte
-    order mark or is UTF-16/32 a 422, on every JSON route; so is a Content-Encoding (gzip...), which no part decodes, a
-    415. Nothing is parsed here: it looks at the first bytes,
-    which BodySizeLimit (outside it) hands over with the rest of the body in one message.
+    order mark or is UTF-16/32 a 422, on every JSON route; a Content-Encoding (gzip...), which no part decodes, is a
+    415 too. Nothing is parsed here: it looks at the first bytes, which BodySizeLimit (outside it) hands over with
+    the rest of the body in one message.
     """
 
     def __init__(self, app) -> None:

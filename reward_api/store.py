@@ -26,7 +26,7 @@ import queue
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,15 +215,13 @@ class EpisodeStore:
             handle = open_shard(self.root, info, rows, VISIBLE_SCHEMA if info.split in self.hidden else EPISODE_SCHEMA)
         return _Readers(self._path(shard, answers), handle)
 
-    def _reader(self, shard: int, answers: bool) -> AbstractContextManager[pq.ParquetFile]:
-        return self._readers.get((shard, answers), functools.partial(self._open, shard, answers)).reader()
-
     @contextmanager
-    def _reading(self, shard: int, answers: bool) -> Iterator[pq.ParquetFile]:
+    def _reader(self, shard: int, answers: bool) -> Iterator[pq.ParquetFile]:
         """A shard's reader for one read. A file removed, cut short or replaced since start-up fails there (an OSError
         or Arrow error mid-read): a StoreError naming it, which the server answers with a 503, not a bare 500."""
+        readers = self._readers.get((shard, answers), functools.partial(self._open, shard, answers))
         try:
-            with self._reader(shard, answers) as handle:
+            with readers.reader() as handle:
                 yield handle
         except (OSError, pa.ArrowException) as exc:
             raise StoreError(
@@ -233,7 +231,7 @@ class EpisodeStore:
 
     def _group(self, loc: Location, columns: tuple[str, ...], answers: bool = False) -> pa.Table:
         def load() -> pa.Table:
-            with self._reads, self._reading(loc.shard, answers) as handle:
+            with self._reads, self._reader(loc.shard, answers) as handle:
                 return handle.read_row_group(loc.group, columns=list(columns), use_threads=False)
 
         return self._groups.get((loc.shard, loc.group, columns, answers), load)
@@ -299,7 +297,7 @@ class EpisodeStore:
         parts = []
         for shard, info in enumerate(self.shards):
             if info.split == split:
-                with self._reading(shard, False) as handle:
+                with self._reader(shard, False) as handle:
                     tasks = handle.read(columns=["task"], use_threads=False).column("task")
                 parts.append((info.first_id, tasks.to_numpy(zero_copy_only=False)))
         for task in TASKS:

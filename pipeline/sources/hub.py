@@ -24,8 +24,8 @@ POPQA_TYPES = {
     **dict.fromkeys(("place_of_birth", "country", "capital", "capital_of"), "place"),
 }
 POPQA_COLUMNS = {"id", "subj", "prop", "obj", "question", "possible_answers", "o_aliases"}
+_ARTICLE = re.compile(r"^(?:the|an?)\s+", re.IGNORECASE)  # "the United States" also answers as "United States"
 # FaithEval questions that only make sense next to their answer options.
-_ARTICLE = re.compile(r"^(?:the|an?)\s+", re.IGNORECASE)
 _NEEDS_OPTIONS = re.compile(r"^(which|what) of (the|these) (following|options|choices)\b", re.IGNORECASE)
 
 
