@@ -8,6 +8,13 @@ agent could learn instead of weighing sources. Anything above `AUC_LIMIT` is a d
 report (`report`) names the cue, the group, its strongest features and the documents that show it.
 """
 
+try:
+    import sklearn  # noqa: F401
+except ModuleNotFoundError as err:
+    raise ModuleNotFoundError(
+        "pipeline.audit needs scikit-learn: pip install 'contextcorruption[audit]' (or the dev extra)", name=err.name
+    ) from err
+
 from pipeline.audit.cues import CUES, Cue
 from pipeline.audit.features import skeleton
 from pipeline.audit.frame import MIN_GROUP, document_frame, read_split

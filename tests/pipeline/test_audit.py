@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -156,3 +159,11 @@ def test_skeleton_masks_names_and_values():
     assert skeleton("In its 2004 bulletin, the Federal Data Commission concluded that Daisy Ho works for X.") == (
         "in its _ bulletin , the _ data _ concluded that _ works for _ ."  # "data": a word of the filler sentences
     )
+
+
+def test_without_scikit_learn_the_import_names_the_extra():
+    """The wheel ships pipeline.audit; its classifiers come with the audit extra, and the error says so."""
+    code = "import sys; sys.modules['sklearn'] = None; import pipeline.audit"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert run.returncode == 1
+    assert "pip install 'contextcorruption[audit]'" in run.stderr.splitlines()[-1]
