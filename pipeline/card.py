@@ -163,8 +163,9 @@ def hidden_section(manifest: Manifest) -> str:
 
 The {names} split is published without its hidden columns; its files hold only
 {visible}.
-Its ground truth is kept by the server, and its episodes were drawn with a secret key: unlike the
-other splits, they cannot be regenerated from the seed below. Load the split from its own config:
+Its ground truth is kept by the server, and its episodes were drawn with a secret key, as were this build's
+fictional facts: no split can be regenerated from the seed below without the key or the build's facts table,
+and this split not even with the table. Load the split from its own config:
 
 ```python
 {loads}
@@ -238,8 +239,8 @@ with {NUM_DOCS} retrieved documents, 1 to 4 of them deliberately corrupted; the 
 flag the corrupt documents and state a calibrated confidence. Why it matters: on ClashEval (NeurIPS 2024)
 strong models adopt a wrong context over an answer they knew 31-63% of the time.
 
-Every episode is a pure function of the build seed and its id, and ids are drawn independently, so id order is
-already a random order: a stream read front to back needs no shuffle buffer.
+Every episode is a pure function of the build's seed, its facts and its id, and ids are drawn independently, so id
+order is already a random order: a stream read front to back needs no shuffle buffer.
 
 ## Splits
 

@@ -34,6 +34,7 @@ from pipeline.params import (
     DEFAULT_PARAMS,
     EpisodesParams,
     ParamsError,
+    check_pipeline,
     params_hash,
     read_params,
     section,
@@ -524,6 +525,7 @@ def main(
     started = time.perf_counter()
     try:
         data = read_params(params_file)
+        check_pipeline(data, params_file)
         seed_ = seed(data, params_file)
         params = section(data, "episodes", EpisodesParams, params_file)
         answers_dir = Path(out_dir).absolute().with_name("answers") if answers_dir is None else answers_dir

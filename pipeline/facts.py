@@ -26,6 +26,7 @@ from pipeline.params import (
     EpisodesParams,
     FactsParams,
     ParamsError,
+    check_pipeline,
     read_params,
     section,
     seed,
@@ -143,6 +144,7 @@ def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
     try:
         output_folder(out_dir)
         data = read_params(params_path)
+        check_pipeline(data, params_path)
         build_seed = seed(data, params_path)
         facts = section(data, "facts", FactsParams, params_path)
         hidden = "episodes" in data and section(data, "episodes", EpisodesParams, params_path).hidden_test

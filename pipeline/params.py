@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import math
 import re
@@ -21,6 +22,7 @@ from pipeline.schema import SPLITS
 from pipeline.writer import MAX_SHARD_ROWS, MAX_SHARDS, ShardPlan, plan_shards, shard_count
 
 DEFAULT_PARAMS = Path("params.yaml")
+SECTIONS = ("seed", "facts", "episodes", "hub", "train", "baselines")  # params.yaml's top-level keys
 EXECUTION_KEYS = ("workers", "engine", "ray_address")  # episodes keys left out of the manifest's params_hash
 # git check-ref-format's forbidden characters: control characters, space, DEL and ~^:?*[\
 _TAG_FORBIDDEN = re.compile(r"[\x00-\x20~^:?*\[\\\x7f]")
@@ -93,6 +95,13 @@ class EpisodesParams(_Section):
             raise ValueError(f"is only used with engine: ray, but engine is {info.data.get('engine')!r}")
         if value != value.strip():
             raise ValueError("must not start or end with spaces")
+        return value
+
+    @field_validator("engine")
+    @classmethod
+    def _ray_installed(cls, value: str) -> str:
+        if value == "ray" and importlib.util.find_spec("ray") is None:
+            raise ValueError("ray is not installed: pip install 'contextcorruption[ray]', or use engine: local")
         return value
 
     @model_validator(mode="after")
@@ -177,9 +186,26 @@ def stage_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys without a word (`train: 1000000` then `train: 5` builds 5)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen and key != "<<":
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark, f"found key {key!r} twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def read_params(path: Path = DEFAULT_PARAMS) -> dict:
+    """The params file as a mapping of its known sections; a key given twice or an unknown top-level key (a
+    misspelt `sead:` would leave the seed missing, a stray `workers:` would be ignored) is refused."""
     try:
-        data = yaml.safe_load(_read_text(path))
+        data = yaml.load(_read_text(path), Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:  # one line: where, and what PyYAML found wrong there
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -187,7 +213,18 @@ def read_params(path: Path = DEFAULT_PARAMS) -> dict:
         raise ParamsError(f"{path}: not valid YAML{where}: {problem}") from err
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: expected a mapping at the top level")
+    if unknown := sorted(map(str, set(data) - set(SECTIONS))):
+        raise ParamsError(f"{path}: unknown top-level key(s) {unknown}; the sections are {', '.join(SECTIONS)}")
     return data
+
+
+def check_pipeline(data: dict, path: Path = DEFAULT_PARAMS) -> None:
+    """The seed and every pipeline section present, validated: each stage refuses a later stage's bad key before
+    its own work (a bad hub.repo_id found by the publish stage would come after the whole build)."""
+    seed(data, path)
+    for name, model in (("facts", FactsParams), ("episodes", EpisodesParams), ("hub", HubParams)):
+        if name in data:
+            section(data, name, model, path)
 
 
 def _read_text(path: Path) -> str:

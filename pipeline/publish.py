@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
 from pipeline.filechecks import check_files, published_hidden_columns
-from pipeline.params import HubParams, ParamsError, read_params, section, stage_parser
+from pipeline.params import HubParams, ParamsError, check_pipeline, read_params, section, stage_parser
 from pipeline.schema import ManifestError
 from pipeline.writer import OutputError, output_file, read_manifest
 
@@ -36,7 +36,11 @@ log = logging.getLogger(__name__)
 
 FOLDER = Path("data/episodes")
 RECEIPT = Path("data/publish/receipt.json")
-HOW_TO_ENABLE = "set hub.repo_id in params.yaml (e.g. your-org/context-corruption) and export HF_TOKEN"
+# Forced: a token is no DVC dependency, so a stage that skipped for want of one is otherwise up to date for DVC.
+HOW_TO_ENABLE = (
+    "set hub.repo_id in params.yaml (e.g. your-org/context-corruption), export HF_TOKEN and run "
+    "`dvc repro --force --single-item publish`"
+)
 
 
 class PublishError(RuntimeError):
@@ -205,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         output_file(args.receipt).unlink(missing_ok=True)  # a stale receipt must never vouch for this run
-        hub = section(read_params(args.params), "hub", HubParams, args.params)
+        data = read_params(args.params)
+        check_pipeline(data, args.params)
+        hub = section(data, "hub", HubParams, args.params)
         token = get_token()
         reason = skip_reason(hub, token)
         if reason:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline.params import EXECUTION_KEYS, EpisodesParams
 from pipeline.schema import SPLITS
 from tests.conftest import SEED, SMALL_EPISODES, SMALL_FACTS
 
@@ -168,3 +169,11 @@ def test_a_stage_depends_on_every_project_file_its_command_imports(dvcfile, stag
     deps = [dep.rstrip("/") for dep in spec["deps"]]
     missing = sorted(f for f in _imported_files(module) if not any(f == d or f.startswith(d + "/") for d in deps))
     assert not missing, f"{dvcfile}: stage {stage} imports {missing} without listing them in deps"
+
+
+def test_the_episodes_stage_reruns_for_every_key_that_changes_its_bytes_and_no_other():
+    """A new content key missing here would not rebuild the episodes; workers or the engine would rebuild for
+    nothing (the build is byte-identical whatever runs it)."""
+    params = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["episodes"]["params"]
+    content = set(EpisodesParams.model_fields) - set(EXECUTION_KEYS)
+    assert sorted(params) == sorted(["seed", *(f"episodes.{key}" for key in content)])

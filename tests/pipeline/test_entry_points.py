@@ -27,12 +27,19 @@ def run_stage(stage: str, cwd: Path, *args: str, **env: str) -> subprocess.Compl
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
-def project(root: Path, facts: dict | None = None, episodes: dict | None = None, files: dict | None = None) -> Path:
+def project(
+    root: Path,
+    facts: dict | None = None,
+    episodes: dict | None = None,
+    files: dict | None = None,
+    hub: dict | None = None,
+) -> Path:
     """A working directory laid out like the repository: params.yaml (valid unless changed) and `files`."""
     params = {
         "seed": SEED,
         "facts": SMALL_FACTS.model_dump(mode="json") | (facts or {}),
         "episodes": EPISODES | (episodes or {}),
+        "hub": {"repo_id": "", "revision_tag": "v1", "private": False} | (hub or {}),
     }
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     for path, content in (files or {}).items():
@@ -66,6 +73,15 @@ def test_facts_stage_names_a_bad_param(tmp_path, facts, needle):
     result = run_stage("facts", project(tmp_path, facts=facts))
 
     assert_one_line_failure(result, "facts", needle)
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("stage", ["facts", "episodes"])
+def test_a_later_stages_bad_param_fails_a_stage_before_its_work(tmp_path, stage):
+    """A bad hub section would otherwise surface in the publish stage, after the whole build."""
+    result = run_stage(stage, project(tmp_path, hub={"repo_id": "not a repo id!"}))
+
+    assert_one_line_failure(result, stage, "params.yaml: hub.repo_id: ")
     assert not (tmp_path / "data").exists()
 
 

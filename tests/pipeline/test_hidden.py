@@ -342,7 +342,7 @@ def test_card_says_the_test_split_is_hidden_and_how_to_score_it(hidden_build):
     ]
     assert "| test (hidden) | 300 | 1,500 - 1,799 | 1 |" in text
     assert "## Hidden split: test" in text and "kept by the server" in text and "POST /score" in text
-    assert "cannot be regenerated from the seed" in text
+    assert "no split can be regenerated from the seed below without the key" in text
     assert 'load_dataset(REPO, "hidden_test", split="test")' in text
     assert "data/answers" not in text and "answers folder" not in text  # the ground truth has no public address
 

@@ -1,3 +1,4 @@
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from pipeline.params import (
     FactsParams,
     HubParams,
     ParamsError,
+    check_pipeline,
     is_git_tag,
     read_params,
     section,
@@ -85,6 +87,51 @@ def test_invalid_yaml_is_one_line_naming_the_place(tmp_path):
         read_params(path)
     assert "\n" not in str(caught.value)
     assert str(caught.value).startswith(f"{path}: not valid YAML at line 3, column 6: ")
+
+
+def test_a_key_given_twice_is_refused_naming_it_and_its_place(tmp_path):
+    """PyYAML alone keeps the last value: this file would build 5 train episodes, not a million."""
+    path = tmp_path / "params.yaml"
+    path.write_text("seed: 1\nepisodes:\n  train: 1000000\n  train: 5\n")
+    with pytest.raises(ParamsError) as caught:
+        read_params(path)
+    assert str(caught.value) == f"{path}: not valid YAML at line 4, column 3: found key 'train' twice"
+    path.write_text("seed: 1\nseed: 2\n")
+    with pytest.raises(ParamsError, match="line 2, column 1: found key 'seed' twice"):
+        read_params(path)
+
+
+def test_an_unknown_top_level_key_is_refused(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("sead: 1\nworkers: 4\nfacts: {}\n")
+    with pytest.raises(ParamsError) as caught:
+        read_params(path)
+    assert str(caught.value) == (
+        f"{path}: unknown top-level key(s) ['sead', 'workers']; the sections are seed, facts, episodes, hub, train, "
+        "baselines"
+    )
+
+
+def test_check_pipeline_validates_every_pipeline_section_present(tmp_path):
+    data = read_params(ROOT / "params.yaml")
+    check_pipeline(data)
+    check_pipeline({"seed": 1})  # a section a file leaves out is its stage's to ask for
+    with pytest.raises(ParamsError, match=r"hub\.repo_id: "):
+        check_pipeline(data | {"hub": data["hub"] | {"repo_id": "not a repo id!"}})
+    with pytest.raises(ParamsError, match=r"hub\.privte: Extra inputs are not permitted"):
+        check_pipeline(data | {"hub": data["hub"] | {"privte": True}})
+    with pytest.raises(ParamsError, match="seed: must be an integer"):
+        check_pipeline(data | {"seed": "1"})
+
+
+def test_the_ray_engine_without_ray_installed_names_the_key_and_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # find_spec answers None for a module blocked this way
+    data = read_params(ROOT / "params.yaml")
+    with pytest.raises(ParamsError) as caught:
+        section(data | {"episodes": data["episodes"] | {"engine": "ray"}}, "episodes", EpisodesParams)
+    assert "episodes.engine: Value error, ray is not installed: pip install 'contextcorruption[ray]'" in str(
+        caught.value
+    )
 
 
 def test_bad_seed_and_missing_file(tmp_path):

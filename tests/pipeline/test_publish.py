@@ -133,7 +133,7 @@ def test_without_repo_id_or_token_publishing_is_skipped_in_one_line(project, hub
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().splitlines() == [
         f"Publishing skipped: {reason}. To publish, set hub.repo_id in params.yaml "
-        "(e.g. your-org/context-corruption) and export HF_TOKEN."
+        "(e.g. your-org/context-corruption), export HF_TOKEN and run `dvc repro --force --single-item publish`."
     ]
     assert receipt(project)["status"] == "skipped"
     assert receipt(project)["reason"] == reason
