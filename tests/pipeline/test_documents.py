@@ -18,13 +18,18 @@ SEED = 99
 
 @pytest.fixture(scope="module")
 def docs(facts_dir) -> pl.DataFrame:
-    """One row per document of 4,000 episodes: episode_id, answer_type, title, content, claim, corrupt."""
+    """One row per document of 4,000 episodes: episode_id, answer_type, its fact's relation and subject, title,
+    content, claim, corrupt."""
     table = generate_episodes(
         pq.read_table(facts_dir / "facts.parquet"), build_pools(SEED), SEED, "train", np.arange(4000)
     )
     return (
         pl.from_arrow(table)
-        .select("episode_id", "answer_type", "documents", "doc_corruption", "doc_claims")
+        .join(
+            pl.from_arrow(pq.read_table(facts_dir / "facts.parquet")).select("fact_id", "relation", "subject"),
+            on="fact_id",
+        )
+        .select("episode_id", "answer_type", "relation", "subject", "documents", "doc_corruption", "doc_claims")
         .explode(["documents", "doc_corruption", "doc_claims"])
         .unnest("documents")
         .rename({"doc_claims": "claim"})
@@ -173,6 +178,12 @@ def test_topics_name_families_and_labels():
     assert domain[2] == domain[3] == list(documents.FILLERS).index("question")
 
 
+def _fact(fact_id: str, relation: str, answer: str = "", subject: str = "", source: str = "demo") -> pl.DataFrame:
+    return pl.DataFrame(
+        {"fact_id": [fact_id], "relation": [relation], "answer": [answer], "subject": [subject], "source": [source]}
+    )
+
+
 def _rendered(
     relation: str, subject: str, claim: str, decoy: str, answer: str | None = None, n: int = 600, fact_id: str = "f"
 ):
@@ -188,7 +199,7 @@ def _rendered(
             decoy=pl.Series([decoy] * n),
             family=family,
             domain=domain,
-            since=documents.cited_since(pl.Series([relation] * n), pl.Series([fact_id] * n)),
+            since=np.full(n, documents.cited_since(_fact(fact_id, relation))[0]),
             u=np.random.default_rng(5).random((n, len(documents.U))),
         )
     )
@@ -315,6 +326,37 @@ def test_a_fact_changed_since_its_data_is_cited_from_the_change_on():
     """Bulgaria's euro (2026) is quoted from no 2024 bulletin, though other currencies are."""
     texts = _rendered("currency", "Bulgaria", "Euro", "Bulgarian Lev", fact_id="geonames:currency:BG")
     assert {int(a or b) for text in texts for a, b in re.findall(CITED, text)} == {2026}
+
+
+def test_a_fictional_entitys_facts_are_cited_from_when_they_could_be_true():
+    """No 1998 report gives the headquarters of a company founded in 2011, the employer of a person born in 1990
+    before they were 18, or an employer before it was founded."""
+    facts = pl.concat(
+        [
+            _fact("synthetic:company:000001:founded_year", "founded_year", "2011", "Acme Robotics", "synthetic"),
+            _fact("synthetic:company:000001:headquarters", "headquarters", "Lake Ann", "Acme Robotics", "synthetic"),
+            _fact("synthetic:company:000001:employees", "employees", "27", "Acme Robotics", "synthetic"),
+            _fact("synthetic:person:000002:birth_year", "birth_year", "1990", "Ann Lee", "synthetic"),
+            _fact("synthetic:person:000002:birthplace", "birthplace", "Port Ann", "Ann Lee", "synthetic"),
+            _fact("synthetic:person:000002:employer", "employer", "Acme Robotics", "Ann Lee", "synthetic"),
+            _fact("synthetic:person:000003:birth_year", "birth_year", "1985", "Bo Li", "synthetic"),
+            _fact("synthetic:person:000003:occupation", "occupation", "Actor", "Bo Li", "synthetic"),
+            _fact("demo:company:000001:headquarters", "headquarters", "Lake Ann", "Acme Robotics"),  # not fictional
+            _fact("geonames:currency:BG", "currency", "Euro", "Bulgaria", "geonames"),
+        ]
+    )
+    since = documents.cited_since(facts).tolist()
+    first = documents.FIRST_CITED_YEAR
+    assert since == [first, 2011, 2011, first, 1990, 2011, first, 2003, first, 2026]
+
+
+def test_no_document_about_a_company_cites_a_report_from_before_its_founding(docs, facts_dir):
+    facts = pl.read_parquet(facts_dir / "facts.parquet")
+    founded = facts.filter(pl.col("relation") == "founded_year").select("subject", founded=pl.col("answer").cast(int))
+    about = docs.filter(pl.col("relation").is_in(["headquarters", "employees", "founder"])).join(founded, on="subject")
+    assert about.height > 1000
+    for content, year in about.select("content", "founded").iter_rows():
+        assert min(int(a or b) for a, b in re.findall(CITED, content)) >= year, content
 
 
 def test_cited_years_of_year_documents_follow_their_years(docs):

@@ -3,13 +3,14 @@ import re
 from faker.providers.job import Provider
 
 from pipeline.pools import (
+    as_written,
     build_pools,
     is_job_title,
     is_person_name,
-    mc_cased,
     pools_metadata,
     specific_jobs,
     stored_pools,
+    title_cased,
 )
 
 
@@ -25,7 +26,7 @@ def test_occupations_are_whole_job_titles():
     """Faker's job list has stubs ("Sub", "Land", "Make", "Copy") that read as no occupation at all."""
     occupations = build_pools(7).occupation
     assert not {"Sub", "Land", "Make", "Copy"} & set(occupations)
-    assert {"Actor", "Psychiatric nurse", "Tree surgeon", "Structural engineer"} <= set(occupations)
+    assert {"Actor", "Psychiatric Nurse", "Tree Surgeon", "Structural Engineer"} <= set(occupations)
     stubs = {job for job in Provider.jobs if not is_job_title(job)}
     assert stubs == {"Sub", "Land", "Make", "Copy"}
 
@@ -56,12 +57,25 @@ def test_no_occupation_is_true_of_another():
     )
 
 
-def test_names_are_mc_cased():
+def test_names_are_written_as_names_are():
     pools = build_pools(20261130)
     names = pools.person + pools.organization + pools.place
-    assert not [name for name in names if re.search(r"\bMc[a-z]", name)]
-    assert sum("Mc" in name for name in names) > 300
-    assert mc_cased("Mcmillan-Chen Holdings") == "McMillan-Chen Holdings" and mc_cased("Mcallen") == "McAllen"
+    assert not [name for name in names if re.search(r"\bMc[a-z]|\bO(brien|connell|connor|donnell|neal|neill)\b", name)]
+    assert not [name for name in names if re.search(r"(\w)\1\1", name)]
+    assert sum("Mc" in name for name in names) > 300 and sum("O'" in name for name in names) > 50
+    assert as_written("Mcmillan-Chen Holdings") == "McMillan-Chen Holdings" and as_written("Mcallen") == "McAllen"
+    assert as_written("Virginia Oconnor") == "Virginia O'Connor" and as_written("Odom Ochoa") == "Odom Ochoa"
+    assert as_written("East Jefffort") == "East Jeffort"
+
+
+def test_every_job_title_is_in_title_case():
+    """Faker mixes "Retail merchandiser" and "Chief Executive Officer": mid-sentence, one style for all."""
+    occupations = build_pools(20261130).occupation
+    assert not [job for job in occupations if re.search(r"(^|[ /])(?!(a|and|as|of) )[a-z]", job.split(" (")[0])]
+    assert title_cased("Armed forces training and education officer") == "Armed Forces Training and Education Officer"
+    assert title_cased("Research scientist (maths)") == "Research Scientist (maths)"
+    assert title_cased("Industrial/product designer") == "Industrial/Product Designer"
+    assert title_cased("Chief of Staff") == "Chief of Staff" and title_cased("IT trainer") == "IT Trainer"
 
 
 def test_pools_survive_the_facts_table_metadata():

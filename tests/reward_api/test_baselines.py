@@ -73,7 +73,12 @@ def test_reader_does_not_run_a_name_into_a_phrase_about_it():
         "The Board has not changed this entry (Civil Service administrator).",
     ]
     assert read("What is Ann Lee's occupation?", cited).answer == "Civil Service administrator"
-    for job in ("Research scientist (medical)", "Barrister's clerk"):
+    for job in (
+        "Research scientist (medical)",
+        "Barrister's clerk",
+        "Research Scientist (maths)",
+        "Barrister's Clerk",
+    ):
         docs = [f"Ann Lee's occupation is {job}, according to the Board.", f"The Board has kept this entry ({job})."]
         assert read("What is Ann Lee's occupation?", docs).answer == job
     symbol = ["Records state that Kr is given as the chemical symbol of krypton."] * 2
