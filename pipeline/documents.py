@@ -782,14 +782,22 @@ def cited_since(facts: pl.DataFrame) -> np.ndarray:
     )
 
 
+ABOUT = ("s", "S", "sp", "Sp", "q", "label", "Label")  # the slots that name a fact's subject and relation
+
+
+def about(subject: pl.Series, question: pl.Series, label: pl.Series) -> pl.DataFrame:
+    """The ABOUT slots of each fact, in every form a template asks for; made once per fact, not per document."""
+    owner = pl.select(possessive(pl.lit(subject))).to_series()
+    forms = (subject, _capital(subject), owner, _capital(owner), question, label, _capital(label))
+    return pl.DataFrame(dict(zip(ABOUT, forms, strict=True)))
+
+
 @dataclass(frozen=True)
 class Batch:
-    """One row per document, an episode's NUM_DOCS documents in a row: what it is about, what it asserts, and its
-    draws (`u`, columns `U`)."""
+    """One row per document, an episode's NUM_DOCS documents in a row: what it is about (`about`: ABOUT columns),
+    what it asserts, and its draws (`u`, columns `U`)."""
 
-    subject: pl.Series
-    label: pl.Series
-    question: pl.Series
+    about: pl.DataFrame
     answer: pl.Series
     claim: pl.Series
     decoy: pl.Series  # the value the claim sentence denies
@@ -803,19 +811,12 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     """Titles and contents of every document of the batch."""
     u = batch.u
     source = _sources(u[:, U.SOURCE])
-    owner = pl.select(possessive(pl.lit(batch.subject))).to_series()
     slots = {
-        "s": batch.subject,
-        "S": _capital(batch.subject),
-        "sp": owner,
-        "Sp": _capital(owner),
+        **{name: batch.about[name] for name in ABOUT},
         "v": batch.claim,
         "d": batch.decoy,
         **_articles("av", batch.claim, batch.family),
         **_articles("ad", batch.decoy, batch.family),
-        "q": batch.question,
-        "label": batch.label,
-        "Label": _capital(batch.label),
         "src": _SOURCES.gather(source),
         "body": _BODIES.gather(_BODY_START[batch.domain] + _index(u[:, U.BODY], _BODY_COUNT[batch.domain])),
         "report": _REPORTS.gather(_index(u[:, U.REPORT], len(_REPORTS))),
@@ -824,7 +825,7 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = _SOURCE_GENRE[source]
     title = _titles(np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, genre), u[:, U.TITLE])
-    content = _one_stop(_concat(stacked, _content(batch, genre)), (batch.subject, batch.claim, batch.decoy))
+    content = _one_stop(_concat(stacked, _content(batch, genre)), (batch.about["s"], batch.claim, batch.decoy))
     return _concat(stacked, [(_TITLES.pieces, title)]), content
 
 
@@ -948,9 +949,15 @@ def possessive(names: pl.Expr) -> pl.Expr:
 def _articles(field: str, values: pl.Series, family: np.ndarray) -> dict[str, pl.Series]:
     """The article field of each value and its capitalised form: "the " before a country that takes it, where the
     value names a city's country; empty elsewhere."""
-    takes = pl.Series(family == _COUNTRY_VALUES) & values.str.contains(THE_COUNTRIES).fill_null(False)
-    article = pl.select(pl.when(pl.lit(takes)).then(pl.lit("the ")).otherwise(pl.lit(""))).to_series()
-    return {field: article, field[0].upper() + field[1:]: _capital(article)}
+    rows = np.flatnonzero(family == _COUNTRY_VALUES)
+    takes = np.zeros(len(values), dtype=bool)
+    takes[rows] = values.gather(rows).str.contains(THE_COUNTRIES).fill_null(False).to_numpy()
+    return {field: _where(takes, "the "), field[0].upper() + field[1:]: _where(takes, "The ")}
+
+
+def _where(mask: np.ndarray, text: str) -> pl.Series:
+    """`text` where mask holds, else the empty string."""
+    return pl.select(pl.when(pl.lit(mask)).then(pl.lit(text)).otherwise(pl.lit(""))).to_series()
 
 
 def _capital(texts: pl.Series) -> pl.Series:
@@ -958,9 +965,17 @@ def _capital(texts: pl.Series) -> pl.Series:
     return texts.str.slice(0, 1).str.to_uppercase() + texts.str.slice(1)
 
 
+def _four_digits(values: pl.Series) -> np.ndarray:
+    """Each value read as a number where its text has 4 characters, else 0: in 1000..9999 exactly where the text is
+    those 4 digits (integer casts, unlike a regular expression, are cheap)."""
+    text = values.cast(pl.String)
+    number = pl.select(pl.when(text.str.len_bytes() == 4).then(text.cast(pl.Int64, strict=False))).to_series()
+    return number.fill_null(0).to_numpy()
+
+
 def _year_values(values: pl.Series) -> np.ndarray:
     """Each value as a year (a 4-digit 1000–2100, as sources type answers), 0 where it is none or null."""
-    year = values.cast(pl.String).str.extract(r"^(\d{4})$").cast(pl.Int64).fill_null(0).to_numpy()
+    year = _four_digits(values)
     return np.where((year >= 1000) & (year <= 2100), year, 0)
 
 
@@ -975,11 +990,10 @@ def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, named: Sequence[
     years bound it: a bound from the answer would show a corrupt document's hidden truth.
     """
     # "2,020" is 2020 to a reader: a count's digits, cited as a year, would give the true count away
-    avoided = [value.cast(pl.String).str.replace_all(",", "", literal=True) for value in (answer, *named)]
+    avoided = [_four_digits(v.cast(pl.String).str.replace_all(",", "", literal=True)) for v in (answer, *named)]
     year = since + _index(u, np.where(since > FIRST_CITED_YEAR, LAST_CITED_YEAR + 1 - since, CITED_YEARS))
     for _ in avoided:
-        text = pl.Series(year).cast(pl.String)
-        year = year + np.logical_or.reduce([(text == value).fill_null(False).to_numpy() for value in avoided])
+        year = year + np.logical_or.reduce([year == value for value in avoided])
     truth = _year_values(answer)
     first = np.maximum(FIRST_CITED_YEAR, np.max([_year_values(values) for values in named], axis=0) + 1)
     size = np.maximum(LAST_CITED_YEAR - first + 1, 1)

@@ -118,7 +118,7 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
     return SplitFacts(
         split=split,
         table=table.drop("since").to_arrow().cast(facts.schema),
-        frame=table.select("subject", "question", "answer").with_columns(label=label),
+        frame=documents.about(table["subject"], table["question"], label).with_columns(table["answer"]),
         truths=corruption.truths(table, pools),
         family=family,
         domain=domain,
@@ -228,9 +228,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
     decoy = _decoys(ctx, seed, draws, fact, episode, doc, level, answer, claim_key)
     title, content = documents.render(
         documents.Batch(
-            subject=frame["subject"].gather(episode),
-            label=frame["label"].gather(episode),
-            question=frame["question"].gather(episode),
+            about=frame.select(documents.ABOUT)[episode],
             answer=answer.gather(episode),
             claim=claim,
             decoy=decoy,

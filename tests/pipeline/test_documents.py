@@ -191,9 +191,7 @@ def _rendered(
     family, domain, label = documents.topics(pl.Series([relation] * n), np.zeros(n, dtype=bool))
     title, content = documents.render(
         documents.Batch(
-            subject=pl.Series([subject] * n),
-            label=label,
-            question=pl.Series(["What does this fact answer?"] * n),
+            about=documents.about(pl.Series([subject] * n), pl.Series(["What does this fact answer?"] * n), label),
             answer=pl.Series([claim if answer is None else answer] * n),
             claim=pl.Series([claim] * n),
             decoy=pl.Series([decoy] * n),
