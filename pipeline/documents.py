@@ -59,6 +59,12 @@ ENTITY_SINCE = {
     **dict.fromkeys(("occupation", "employer"), ("birth_year", ADULT_AGE)),
 }
 SYNTHETIC = "synthetic"  # the source of the fictional entities (pipeline.sources.synthetic)
+# A fictional company or person a document of an episode names, as its claim or as the value it denies, bounds the
+# years every document of the episode cites: from the company's founding, from the year the person turned
+# NAMED_PERSON_AGE (a founder's youngest age, pipeline.sources.synthetic.FOUNDER_AGE). Bounding the episode, not the
+# document, keeps a corrupt document's claim from showing in its year.
+NAMED_PERSON_AGE = 20
+NAMING_RELATIONS = ("employer", "founder")  # the relations whose values are fictional companies or people
 
 LABELS = {
     "capital": "capital",
@@ -191,7 +197,7 @@ RELATION_CLAUSES = {
     "occupation": (
         "{sp} profession is {v}",
         "the job title of {s} is {v}",
-        "{s} holds the job title {v}",
+        "{sp} job title is {v}",
     ),
     "employer": (
         "{s} works for {v}",
@@ -245,13 +251,20 @@ FRAMES = (
     "As the {body} noted in its {year} {report}, {c}; some summaries mistakenly say that {cd}.",
     "Older sources state that {cd}, but the {year} {report} of the {body} sets the record straight: {c}.",
 )
-CORROBORATIONS = (
+# Corroborating sentences of two kinds: the record has stood since (STANDING) and another check agrees (CHECKS). A
+# document with two takes one of each, in a drawn order, so it never says the same thing twice; one citing a report
+# of LAST_CITED_YEAR has had no later release and nothing to be consistent since (STANDING_NOW).
+STANDING = (
     "Later releases of the {report} repeat {v} without revision.",
-    "Independent reviewers who examined data from the {body} reached the same result: {v}.",
     "The {body} has cited {v} consistently since {year}.",
-    "Cross-checks against archival records also point to {v}.",
     "No subsequent revision by the {body} has changed this entry ({v}).",
 )
+STANDING_NOW = STANDING[2:]
+CHECKS = (
+    "Independent reviewers who examined data from the {body} reached the same result: {v}.",
+    "Cross-checks against archival records also point to {v}.",
+)
+CORROBORATIONS = STANDING + CHECKS
 FILLERS = {
     "country": (
         # True of every subject: 55 of them are territories (no sovereign state) and some are city-states.
@@ -696,6 +709,7 @@ _FAMILIES = (GENERIC_CLAUSES, OPEN_CLAUSES) + tuple(
 _NAMED = (False, False) + tuple(relation in NAMED_VALUES for relation in _RELATIONS)
 OPEN_FAMILY = 1
 _COUNTRY_VALUES = 2 + _RELATIONS.index("city_country")  # the clause family whose values are countries
+_CURRENCY_VALUES = 2 + _RELATIONS.index("currency")  # and the one of currencies, which always take "the"
 
 
 def _variant(family: Sequence[str], named: bool, opening: bool, denied: bool) -> tuple[str, ...]:
@@ -719,7 +733,7 @@ _CLAUSES = Templates.compile(
 )
 _NAME_START = r"^[\p{Lu}\p{Lt}]"  # a value that may open a sentence as it is
 _FRAMES = Frames.compile((FRAMES,))
-_CORROBORATIONS = Templates.compile([tuple(map(_articled, CORROBORATIONS))])
+_CORROBORATIONS = Templates.compile([tuple(map(_articled, kind)) for kind in (STANDING, CHECKS, STANDING_NOW)])
 # Fillers are sentences and titles stand alone: both open with a capitalised subject.
 _FILLERS = Templates.compile([tuple(map(_capitalized, family)) for family in FILLERS.values()])
 _TITLES = Templates.compile([tuple(map(_capitalized, family)) for family in TITLES.values()])
@@ -792,6 +806,20 @@ def about(subject: pl.Series, question: pl.Series, label: pl.Series) -> pl.DataF
     return pl.DataFrame(dict(zip(ABOUT, forms, strict=True)))
 
 
+def existed(facts: pl.DataFrame) -> pl.DataFrame:
+    """`name` and `year` of each fictional company (its founding) and person (the year they turned NAMED_PERSON_AGE),
+    from the year facts of every split."""
+    years = facts.filter(pl.col("source") == SYNTHETIC, pl.col("relation").is_in(("founded_year", "birth_year")))
+    after = pl.when(pl.col("relation") == "birth_year").then(NAMED_PERSON_AGE).otherwise(0)
+    return years.select(name="subject", year=pl.col("answer").cast(pl.Int64, strict=False) + after)
+
+
+def named_since(entities: pl.DataFrame, values: Sequence[pl.Series]) -> np.ndarray:
+    """Per row, the latest year an entity (`existed`) among `values` came to be; FIRST_CITED_YEAR where none."""
+    found = [v.replace_strict(entities["name"], entities["year"], default=FIRST_CITED_YEAR).to_numpy() for v in values]
+    return np.max(found, axis=0)
+
+
 @dataclass(frozen=True)
 class Batch:
     """One row per document, an episode's NUM_DOCS documents in a row: what it is about (`about`: ABOUT columns),
@@ -811,6 +839,7 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     """Titles and contents of every document of the batch."""
     u = batch.u
     source = _sources(u[:, U.SOURCE])
+    year = _years(u[:, U.YEAR], batch.since, batch.answer, (batch.claim, batch.decoy))
     slots = {
         **{name: batch.about[name] for name in ABOUT},
         "v": batch.claim,
@@ -820,12 +849,13 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
         "src": _SOURCES.gather(source),
         "body": _BODIES.gather(_BODY_START[batch.domain] + _index(u[:, U.BODY], _BODY_COUNT[batch.domain])),
         "report": _REPORTS.gather(_index(u[:, U.REPORT], len(_REPORTS))),
-        "year": _years(u[:, U.YEAR], batch.since, batch.answer, (batch.claim, batch.decoy)),
+        "year": pl.Series(year).cast(pl.String),
     }
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = _SOURCE_GENRE[source]
     title = _titles(np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, genre), u[:, U.TITLE])
-    content = _one_stop(_concat(stacked, _content(batch, genre)), (batch.about["s"], batch.claim, batch.decoy))
+    segments = _content(batch, genre, year == LAST_CITED_YEAR)
+    content = _one_stop(_concat(stacked, segments), (batch.about["s"], batch.claim, batch.decoy))
     return _concat(stacked, [(_TITLES.pieces, title)]), content
 
 
@@ -870,8 +900,9 @@ def _titles(family: np.ndarray, u: np.ndarray) -> np.ndarray:
     return _TITLES.distinct(family, start, step, nth, True).ravel()
 
 
-def _content(batch: Batch, genre: np.ndarray) -> list[tuple[Pieces, np.ndarray]]:
-    """Every content as segments (template pieces, row per document).
+def _content(batch: Batch, genre: np.ndarray, latest: np.ndarray) -> list[tuple[Pieces, np.ndarray]]:
+    """Every content as segments (template pieces, row per document); `latest`: the document cites a report of
+    LAST_CITED_YEAR.
 
     [opener of the source's genre] [filler] claim sentence [corroborations] [fillers]
     """
@@ -890,10 +921,10 @@ def _content(batch: Batch, genre: np.ndarray) -> list[tuple[Pieces, np.ndarray]]
     named = [values.str.contains(_NAME_START).fill_null(False).to_numpy() for values in (batch.claim, batch.decoy)]
     for position, after in enumerate((_FRAMES.middle, _FRAMES.tail)):
         segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position], named)), (after, frame)]
-    for j in range(2):
-        pick = _CORROBORATIONS.distinct(
-            np.zeros(n, np.int64), u[:, U.CORROBORATION_START], u[:, U.CORROBORATION_STEP], j, j < corroborations
-        )
+    checks_first = np.modf(u[:, U.CORROBORATIONS] * 3)[0] < 0.5  # the digits the count leaves unused
+    for j, draw in enumerate((U.CORROBORATION_START, U.CORROBORATION_STEP)):
+        kind = np.where(checks_first != bool(j), 1, np.where(latest, 2, 0))  # CHECKS, or STANDING (_NOW)
+        pick = _CORROBORATIONS.pick(kind, u[:, draw], j < corroborations)
         segments += [_spaces(j < corroborations), (_CORROBORATIONS.pieces, pick)]
     segments += [_spaces(~lead & (fillers > 0)), (_FILLERS.pieces, np.where(lead, 0, filler[0]))]
     for j in (1, 2):
@@ -948,9 +979,9 @@ def possessive(names: pl.Expr) -> pl.Expr:
 
 def _articles(field: str, values: pl.Series, family: np.ndarray) -> dict[str, pl.Series]:
     """The article field of each value and its capitalised form: "the " before a country that takes it, where the
-    value names a city's country; empty elsewhere."""
+    value names a city's country, and before every currency ("the Japanese Yen"); empty elsewhere."""
     rows = np.flatnonzero(family == _COUNTRY_VALUES)
-    takes = np.zeros(len(values), dtype=bool)
+    takes = family == _CURRENCY_VALUES
     takes[rows] = values.gather(rows).str.contains(THE_COUNTRIES).fill_null(False).to_numpy()
     return {field: _where(takes, "the "), field[0].upper() + field[1:]: _where(takes, "The ")}
 
@@ -979,7 +1010,7 @@ def _year_values(values: pl.Series) -> np.ndarray:
     return np.where((year >= 1000) & (year <= 2100), year, 0)
 
 
-def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, named: Sequence[pl.Series]) -> pl.Series:
+def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, named: Sequence[pl.Series]) -> np.ndarray:
     """A citation year that equals none of the answer and the values the document `named` (its claim, the value it
     denies), thousands separators aside: uniform over CITED_YEARS from FIRST_CITED_YEAR, or from a later year
     `since` to LAST_CITED_YEAR.
@@ -1000,4 +1031,4 @@ def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, named: Sequence[
     skip = (truth >= first) & (truth < first + size)  # the answer's year is never cited: uniform over the others
     later = first + _index(u, np.maximum(size - skip, 1))
     later += skip & (later >= truth)
-    return pl.Series(np.where(truth > 0, later, year)).cast(pl.String)
+    return np.where(truth > 0, later, year)

@@ -104,6 +104,8 @@ class SplitFacts:
     family: np.ndarray
     domain: np.ndarray
     since: np.ndarray
+    naming: np.ndarray  # the fact's values name fictional companies or people (documents.NAMING_RELATIONS)
+    entities: pl.DataFrame  # when each of those came to be (documents.existed)
 
 
 def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
@@ -123,6 +125,12 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
         family=family,
         domain=domain,
         since=table["since"].to_numpy(),
+        naming=table.select(
+            (pl.col("source") == documents.SYNTHETIC) & pl.col("relation").is_in(documents.NAMING_RELATIONS)
+        )
+        .to_series()
+        .to_numpy(),
+        entities=documents.existed(every),
     )
 
 
@@ -226,6 +234,12 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
     )
     u = _units(style.reshape(NUM_DOCS, STYLE_WORDS, n).transpose(2, 0, 1), 4).reshape(n * NUM_DOCS, -1)
     decoy = _decoys(ctx, seed, draws, fact, episode, doc, level, answer, claim_key)
+    since = ctx.since[fact]
+    naming = np.flatnonzero(ctx.naming[fact])  # episodes whose documents name companies or people
+    if len(naming):
+        rows = (naming[:, None] * NUM_DOCS + np.arange(NUM_DOCS)).ravel()
+        named = documents.named_since(ctx.entities, (claim.gather(rows), decoy.gather(rows)))
+        since[naming] = np.maximum(since[naming], named.reshape(-1, NUM_DOCS).max(axis=1))
     title, content = documents.render(
         documents.Batch(
             about=frame.select(documents.ABOUT)[episode],
@@ -234,7 +248,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
             decoy=decoy,
             family=ctx.family[fact][episode],
             domain=ctx.domain[fact][episode],
-            since=ctx.since[fact][episode],
+            since=since[episode],
             u=u,
         )
     )

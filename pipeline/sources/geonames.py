@@ -65,11 +65,13 @@ OTHER_CAPITALS = {
 # Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted by its
 # code and its name.
 OTHER_CURRENCIES = {
+    "BN": ["SGD"],  # at par with the Brunei dollar by treaty
     "BT": ["INR"],
     "LR": ["USD"],
     "LS": ["ZAR"],
     "NA": ["ZAR"],
     "PA": ["USD"],
+    "PS": ["JOD"],
     "SZ": ["ZAR"],
     "ZW": ["USD"],
 }
@@ -110,9 +112,12 @@ OTHER_COUNTRY_NAMES = {
 # Brooklyn's Sunset Park, The Bronx, Moscow's Yasenevo, Tokyo's wards): a place within DISTRICT_KM of one of its
 # country's places with DISTRICT_RATIO times its people, or in the same province or state within METRO_KM per
 # square root of that city's millions (up to METRO_MAX_KM: a metropolis of 9 million spans 24 km), is taken for a
-# part of that city and left out, with the separate towns that close to a big city (Guarulhos by Sao Paulo).
+# part of that city and left out, with the separate towns that close to a big city (Guarulhos by Sao Paulo). A place
+# within TWIN_KM of a bigger one is the same town listed twice or a part of it (South Boston, 571,281 people: the
+# whole city's; Magdeburg's Neue Neustadt; Camayenne by Conakry): only the bigger is kept.
 DISTRICT_KM, DISTRICT_RATIO = 8.0, 3
 METRO_KM, METRO_MAX_KM = 8.0, 25.0
+TWIN_KM = 3.0
 # Places of fewer people are left out (Antarctica, Bouvet Island, the French Southern Territories, Pitcairn): the
 # documents' country fillers give each place an economy, a culture and sights worth seeing.
 MIN_COUNTRY_POPULATION = 200
@@ -171,12 +176,15 @@ def currency_name(code: str, listed: str) -> str:
     return listed if name == code else name
 
 
+_SAINT_WORD = re.compile(r"\b(?:sainte?|ste?)\b")
 _NOT_WORD = re.compile(r"[\W_]+")  # Python's \w is str.isalnum() and "_"; combining marks are not alphanumeric
 
 
 def name_key(name: str) -> str:
-    """What a reader goes by: letters and digits, accents dropped, case folded ('Phú Quốc' and 'Phu Quoc' are one)."""
-    return _NOT_WORD.sub("", unicodedata.normalize("NFKD", name).casefold())
+    """What a reader goes by: letters and digits, accents dropped, case folded ('Phú Quốc' and 'Phu Quoc' are one),
+    "St." read as "Saint" ('St. Petersburg' in Florida and 'Saint Petersburg' are one name)."""
+    folded = _SAINT_WORD.sub("saint", unicodedata.normalize("NFKD", name).casefold())
+    return _NOT_WORD.sub("", folded)
 
 
 def generic_currency_names(countries: dict[str, dict]) -> frozenset[str]:
@@ -263,7 +271,12 @@ def districts(cities: list[dict]) -> set[str]:
         metro = np.minimum(METRO_KM * np.sqrt(np.maximum(population, 1e6) / 1e6), METRO_MAX_KM)
         within = (km < DISTRICT_KM) | ((km < metro[None, :]) & (admin1[:, None] == admin1[None, :]))
         bigger = population[None, :] >= DISTRICT_RATIO * population[:, None]
-        found.update(group["id"].filter(pl.Series((within & bigger).any(axis=1))).to_list())
+        ids = group["id"].cast(pl.Int64).to_numpy()
+        twin = (km < TWIN_KM) & (
+            (population[None, :] > population[:, None])
+            | ((population[None, :] == population[:, None]) & (ids[None, :] < ids[:, None]))
+        )
+        found.update(group["id"].filter(pl.Series((within & bigger | twin).any(axis=1))).to_list())
     return found
 
 

@@ -9,6 +9,7 @@ from pipeline import documents
 from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
+from pipeline.sources import synthetic
 
 # A cited year: "... in its 2011 survey", "... consistently since 2011" (the year in group 1 or 2).
 CITED = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b|consistently since (\d{4})"
@@ -122,10 +123,29 @@ def test_denied_and_asserted_years_are_no_corruption_cue(docs):
     assert swapped[corrupt].mean() < 0.1 and swapped[~corrupt].mean() < 0.1
 
 
+def _corroborations(content: str, kind: tuple[str, ...]) -> int:
+    marks = [max(re.split(r"\{\w+\}", template), key=len).strip() for template in kind]  # its longest wording
+    return sum(content.count(mark) for mark in marks)
+
+
+def test_a_document_never_corroborates_twice_in_the_same_way(docs):
+    """Two corroborations are one that the record has stood and one that another check agrees; a report of the last
+    citable year has had no later release."""
+    standing = docs["content"].map_elements(lambda c: _corroborations(c, documents.STANDING), return_dtype=int)
+    checks = docs["content"].map_elements(lambda c: _corroborations(c, documents.CHECKS), return_dtype=int)
+    assert standing.max() == 1 and checks.max() == 1
+    assert ((standing == 1) & (checks == 1)).sum() > 1000
+    last = documents.LAST_CITED_YEAR
+    assert docs["content"].str.contains(f" {last} ").sum() > 100
+    assert not docs.filter(
+        pl.col("content").str.contains(f" {last} ")
+        & pl.col("content").str.contains("Later releases of the|consistently since")
+    ).height
+
+
 def test_wording_tables_fit_the_renderer():
     for family in documents.FILLERS.values():
         assert len(family) in (5, 7, 11, 13)  # prime: start + j * step visits distinct sentences
-    assert len(documents.CORROBORATIONS) in (5, 7, 11, 13)
     # Prime sizes, at least the documents of an episode that may take the family: distinct titles (`_titles`).
     for genre, names in documents.SOURCES.items():
         assert len(documents.TITLES[genre]) in (7, 11, 13) and len(documents.TITLES[genre]) >= len(names)
@@ -355,6 +375,17 @@ def test_no_document_about_a_company_cites_a_report_from_before_its_founding(doc
     assert about.height > 1000
     for content, year in about.select("content", "founded").iter_rows():
         assert min(int(a or b) for a, b in re.findall(CITED, content)) >= year, content
+
+
+def test_no_document_cites_a_report_from_before_a_company_or_person_it_names_existed(docs, facts_dir):
+    """A corrupt employer or founder may be a company founded later or a person born later than the truth; the years
+    every document of its episode cites wait for it, so the claim does not show in its own document's year."""
+    existed = documents.existed(pl.read_parquet(facts_dir / "facts.parquet")).rename({"name": "claim"})
+    named = docs.filter(pl.col("relation").is_in(documents.NAMING_RELATIONS)).join(existed, on="claim")
+    assert named.height > 500 and named["corrupt"].sum() > 100
+    for content, year in named.select("content", "year").iter_rows():
+        assert min(int(a or b) for a, b in re.findall(CITED, content)) >= year, content
+    assert documents.NAMED_PERSON_AGE == synthetic.FOUNDER_AGE[0]
 
 
 def test_cited_years_of_year_documents_follow_their_years(docs):

@@ -3,10 +3,12 @@ import re
 from faker.providers.job import Provider
 
 from pipeline.pools import (
+    JOB_FRAGMENTS,
     as_written,
     build_pools,
     is_job_title,
     is_person_name,
+    job_title,
     pools_metadata,
     specific_jobs,
     stored_pools,
@@ -23,12 +25,16 @@ def test_pools_are_deterministic_and_unique():
 
 
 def test_occupations_are_whole_job_titles():
-    """Faker's job list has stubs ("Sub", "Land", "Make", "Copy") that read as no occupation at all."""
+    """Faker's job list has fragments ("Sub", "Press sub", "Publishing copy") that read as no occupation at all, and
+    lists some titles inverted ("Engineer, structural"), which documents write as titles are written."""
     occupations = build_pools(7).occupation
-    assert not {"Sub", "Land", "Make", "Copy"} & set(occupations)
+    assert not {"Sub", "Land", "Make", "Copy", "Press Sub", "Publishing Copy", "Dealer"} & set(occupations)
     assert {"Actor", "Psychiatric Nurse", "Tree Surgeon", "Structural Engineer"} <= set(occupations)
-    stubs = {job for job in Provider.jobs if not is_job_title(job)}
-    assert stubs == {"Sub", "Land", "Make", "Copy"}
+    assert not [job for job in occupations if "," in job]
+    assert {job for job in Provider.jobs if not is_job_title(job)} == JOB_FRAGMENTS
+    assert job_title("Engineer, civil (consulting)") == "Civil Engineer (consulting)"
+    assert job_title("Runner, broadcasting/film/video") == "Broadcasting/Film/Video Runner"
+    assert job_title("Teacher, English as a foreign language") == "English as a Foreign Language Teacher"
 
 
 def test_no_person_is_named_twice_over():
