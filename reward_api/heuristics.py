@@ -27,7 +27,7 @@ _NAME = re.compile(rf"{_WORD}(?:(?:,? | and | of | of the | de | du | la | von |
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _POSSESSIVE_IN_TEXT = re.compile(r"['’]s\b")
-_TAIL = re.compile(r"((?: [a-z][\w'’/-]*)*(?: \([a-z][\w'’/ -]*\))?)(?=[.,;:)]|$)")
+_TAIL = re.compile(r"((?: [a-z][\w'’/-]*)*(?: \([\w'’/ -]+\))?)(?=[.,;:)]|$)")
 # A tail ends before the first of these: what follows is a phrase about the name ("Stockholm without revision",
 # "Production assistant without revision") or what it does ("Kr is given as ..."), not part of it.
 _NOT_A_TAIL = re.compile(
@@ -51,7 +51,7 @@ def _sentence_candidates(sentence: str, asked: str) -> list[tuple[int, str]]:
     of the sentence also counts with them, up to a word opening a phrase about it (_NOT_A_TAIL), for answers written
     in sentence case ("... the recorded trade of Ann Lee is Tourist information centre manager.", "Civil Service
     administrator, according to", "Research scientist (medical)", "Barrister's clerk"), and a parenthesis alone
-    ("Research Scientist (maths)").
+    ("Research Scientist (maths)", "Chartered Legal Executive (England and Wales)").
     """
     spans = [(m.start(), m.group().rstrip(".,")) for m in _NUMBER.finditer(sentence)]
     for match in _NAME.finditer(sentence):

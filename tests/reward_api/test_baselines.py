@@ -78,6 +78,7 @@ def test_reader_does_not_run_a_name_into_a_phrase_about_it():
         "Barrister's clerk",
         "Research Scientist (maths)",
         "Barrister's Clerk",
+        "Chartered Legal Executive (England and Wales)",
     ):
         docs = [f"Ann Lee's occupation is {job}, according to the Board.", f"The Board has kept this entry ({job})."]
         assert read("What is Ann Lee's occupation?", docs).answer == job
