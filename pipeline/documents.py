@@ -50,8 +50,7 @@ CITED_SINCE = (
 CITED_SINCE_FACTS = {"geonames:currency:BG": 2026}
 # A fictional entity's facts are cited from when they could be true (a 1998 report cannot give the headquarters of a
 # company founded in 2011): by relation, the year fact of the same entity (fact ids "<entity>:<relation>") and the
-# years after it; an employer is cited from its own founding too. The year facts themselves cite after every year
-# their document names.
+# years after it. The year facts themselves cite after every year their document names.
 ADULT_AGE = 18
 ENTITY_SINCE = {
     **dict.fromkeys(("founder", "headquarters", "employees"), ("founded_year", 0)),
@@ -771,29 +770,19 @@ def cited_since(facts: pl.DataFrame) -> np.ndarray:
     documents may cite: CITED_SINCE_FACTS, else CITED_SINCE, else FIRST_CITED_YEAR, and for a fictional entity not
     before ENTITY_SINCE. By relation, not clause family: a city named like its country is still real-world data of
     its time."""
-    relation, fact_id, answer = pl.col("relation"), pl.col("fact_id"), pl.col("answer")
+    relation, fact_id = pl.col("relation"), pl.col("fact_id")
     by_relation = relation.replace_strict(CITED_SINCE, default=FIRST_CITED_YEAR, return_dtype=pl.Int64)
     synthetic = pl.col("source") == SYNTHETIC
     years = facts.filter(synthetic, relation.is_in(("founded_year", "birth_year")))
-    year = years["answer"].cast(pl.Int64, strict=False)
-    founded = years["relation"] == "founded_year"
     year_fact = pl.concat_str(  # the id of the entity's year fact: "<entity>:<year relation>"
         fact_id.str.replace(r":[^:]*$", ":"),
         relation.replace_strict({r: y for r, (y, _) in ENTITY_SINCE.items()}, default=None, return_dtype=pl.String),
     )
     after = relation.replace_strict({r: n for r, (_, n) in ENTITY_SINCE.items()}, default=None, return_dtype=pl.Int64)
-    employer = pl.when(synthetic & (relation == "employer")).then(answer)
-    return (
-        facts.select(
-            pl.max_horizontal(
-                fact_id.replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64),
-                pl.when(synthetic).then(year_fact).replace_strict(years["fact_id"], year, default=None) + after,
-                employer.replace_strict(years["subject"].filter(founded), year.filter(founded), default=None),
-            )
-        )
-        .to_series()
-        .to_numpy()
-    )
+    year = years["answer"].cast(pl.Int64, strict=False)
+    entity = pl.when(synthetic).then(year_fact).replace_strict(years["fact_id"], year, default=None) + after
+    listed = fact_id.replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64)
+    return facts.select(pl.max_horizontal(listed, entity)).to_series().to_numpy()
 
 
 ABOUT = ("s", "S", "sp", "Sp", "q", "label", "Label")  # the slots that name a fact's subject and relation
