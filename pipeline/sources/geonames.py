@@ -78,7 +78,19 @@ OTHER_CURRENCIES = {
 # Currencies changed after the packaged data was made: the country's (code, GeoNames name) today.
 CHANGED_CURRENCIES = {"BG": ("EUR", "Euro")}  # Bulgaria adopted the euro on 1 January 2026; the lev is withdrawn
 GEONAMES_CURRENCY_NAMES = {"KHR": "Riel"}  # GeoNames' "Riels", accepted as "Riel"
-OTHER_CURRENCY_NAMES = {"CNY": ["Renminbi", "Yuan"]}  # CLDR's "Chinese Yuan" and GeoNames' "Yuan Renminbi" besides
+OTHER_CURRENCY_NAMES = {  # besides CLDR's name and GeoNames'
+    "CNY": ["Renminbi", "Yuan"],  # CLDR's "Chinese Yuan", GeoNames' "Yuan Renminbi"
+    "GBP": ["Pound Sterling", "Sterling"],  # CLDR's "British Pound"
+}
+# Where CLDR's English name is not the one English text uses (CLDR's "Kyrgystani Som" is a misspelling): the name
+# the answers use; CLDR's is accepted too.
+CURRENCY_NAMES = {
+    "BMD": "Bermudian Dollar",
+    "BWP": "Botswana Pula",
+    "GYD": "Guyanese Dollar",
+    "KGS": "Kyrgyzstani Som",
+    "XCG": "Caribbean Guilder",
+}
 # Where "In which country is the city of X?" has more than one defensible answer, it is not asked: a dependency or
 # special administrative region (its sovereign state is true too) or a territory whose sovereignty is disputed.
 NO_CITY_COUNTRY = frozenset({"CW", "EH", "HK", "MO", "PR", "PS", "TW", "XK"})
@@ -171,8 +183,9 @@ def city_name(city: dict) -> str:
 
 
 def currency_name(code: str, listed: str) -> str:
-    """The currency's English name in CLDR ("Canadian Dollar"); GeoNames' (`listed`) where CLDR has none."""
-    name = get_currency_name(code, locale="en")
+    """The currency's English name (CURRENCY_NAMES, else CLDR's: "Canadian Dollar"); GeoNames' (`listed`) where
+    neither has one."""
+    name = CURRENCY_NAMES.get(code) or get_currency_name(code, locale="en")
     return listed if name == code else name
 
 
@@ -224,6 +237,7 @@ def country_facts(
         aliases = [
             code,
             *[listed] * (listed not in (currency, *generic)),
+            *[get_currency_name(code, locale="en")] * (code in CURRENCY_NAMES),
             *OTHER_CURRENCY_NAMES.get(code, []),
             *others,
         ]

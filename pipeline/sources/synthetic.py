@@ -28,8 +28,10 @@ SECTORS = (
 )  # fmt: skip
 # Company suffixes that read better after the sector ("Gallagher Logistics Ltd").
 TRAILING_SUFFIXES = ("Ltd", "Inc", "LLC", "PLC", "Group")
-BIRTH_YEARS = (1925, 1986)  # [low, high)
-FOUNDER_AGE = (20, 40)  # the founder's age when the company was founded: 1945..2024 at most
+# [low, high): 40 to 80 years old in 2026, so a person's job and employer read as current (from 1925, a third of them
+# were over 80 and still on some company's staff).
+BIRTH_YEARS = (1946, 1986)
+FOUNDER_AGE = (20, 40)  # the founder's age when the company was founded: 1966..2024 at most
 EMPLOYEES = (5, 250_000)
 
 # (relation, question about the entity's name, answer type); the entity frame has one answer column per relation.

@@ -156,6 +156,9 @@ def test_contested_capitals_are_not_asked(facts):
         ("geonames:capital:MM", ["Nay Pyi Taw", "Naypyidaw"], "Yangon"),
         ("geonames:currency:TT", ["Trinidad & Tobago Dollar", "Trinidad and Tobago Dollar", "TTD"], "Dollar"),
         ("geonames:currency:BN", ["Brunei Dollar", "BND", "Singapore Dollar", "SGD"], "Dollar"),
+        ("geonames:currency:KG", ["Kyrgyzstani Som", "Kyrgystani Som", "KGS"], "Som"),
+        ("geonames:currency:GB", ["British Pound", "Pound Sterling", "Sterling", "GBP"], "Pound"),
+        ("geonames:currency:SH", ["St. Helena Pound", "Saint Helena Pound", "St Helena Pound"], "Pound"),
         ("geonames:continent:GL", ["North America", "Europe"], "Asia"),
     ],
 )
