@@ -48,22 +48,9 @@ CITED_SINCE = (
 # Facts that changed after their relation's data, cited from the change on: Bulgaria's euro (2026), which
 # pipeline.sources.geonames.CHANGED_CURRENCIES puts in place of GeoNames' lev. A 2024 bulletin cannot quote it.
 CITED_SINCE_FACTS = {"geonames:currency:BG": 2026}
-# A fictional entity's facts are cited from when they could be true (a 1998 report cannot give the headquarters of a
-# company founded in 2011): by relation, the year fact of the same entity (fact ids "<entity>:<relation>") and the
-# years after it. The year facts themselves cite after every year their document names.
-ADULT_AGE = 18
-ENTITY_SINCE = {
-    **dict.fromkeys(("founder", "headquarters", "employees"), ("founded_year", 0)),
-    "birthplace": ("birth_year", 0),
-    **dict.fromkeys(("occupation", "employer"), ("birth_year", ADULT_AGE)),
-}
-SYNTHETIC = "synthetic"  # the source of the fictional entities (pipeline.sources.synthetic)
-# A fictional company or person a document of an episode names, as its claim or as the value it denies, bounds the
-# years every document of the episode cites: from the company's founding, from the year the person turned
-# NAMED_PERSON_AGE (a founder's youngest age, pipeline.sources.synthetic.FOUNDER_AGE). Bounding the episode, not the
-# document, keeps a corrupt document's claim from showing in its year.
-NAMED_PERSON_AGE = 20
-NAMING_RELATIONS = ("employer", "founder")  # the relations whose values are fictional companies or people
+# The fictional facts bound no year by their entity's other facts (a company's founding, a person's birth): facts are
+# split by fact_id, so a bound would give a held-out fact away to anyone reading train (the earliest report cited
+# about a company would be its founding year, 62% of the time). A 1998 report may name a company founded in 2011.
 
 LABELS = {
     "capital": "capital",
@@ -141,12 +128,13 @@ RELATION_CLAUSES = {
         "the inhabitants of {s} number {v}",
     ),
     "currency": (
-        "the official currency of {s} is the {v}",
-        "prices in {s} are quoted in the {v}",
-        "the {v} is the currency in use in {s}",
-        "the currency of {s} is the {v}",
-        "{sp} currency is the {v}",
-        "the {v} is legal tender in {s}",
+        # "the" comes with the value: every currency takes it (`_articles`)
+        "the official currency of {s} is {v}",
+        "prices in {s} are quoted in {v}",
+        "{v} is the currency in use in {s}",
+        "the currency of {s} is {v}",
+        "{sp} currency is {v}",
+        "{v} is legal tender in {s}",
     ),
     "city_country": (
         "{s} is a city in {v}",
@@ -258,7 +246,7 @@ STANDING = (
     "The {body} has cited {v} consistently since {year}.",
     "No subsequent revision by the {body} has changed this entry ({v}).",
 )
-STANDING_NOW = STANDING[2:]
+STANDING_NOW = ("No subsequent revision by the {body} has changed this entry ({v}).",)
 CHECKS = (
     "Independent reviewers who examined data from the {body} reached the same result: {v}.",
     "Cross-checks against archival records also point to {v}.",
@@ -565,8 +553,8 @@ class U(IntEnum):
     YEAR = 7
     LENGTH = 8
     CORROBORATIONS = 9
-    CORROBORATION_START = 10
-    CORROBORATION_STEP = 11
+    FIRST_CORROBORATION = 10
+    SECOND_CORROBORATION = 11
     FILLER_START = 12
     FILLER_STEP = 13
     LEAD = 14
@@ -765,24 +753,11 @@ def topics(relation: pl.Series, names_answer: np.ndarray) -> tuple[np.ndarray, n
     return family, domain, label.fill_null(relation.str.replace_all("_", " "))
 
 
-def cited_since(facts: pl.DataFrame) -> np.ndarray:
-    """Per fact of `facts` (FACT_SCHEMA columns, every split: an entity's facts lie in any split), the first year its
-    documents may cite: CITED_SINCE_FACTS, else CITED_SINCE, else FIRST_CITED_YEAR, and for a fictional entity not
-    before ENTITY_SINCE. By relation, not clause family: a city named like its country is still real-world data of
-    its time."""
-    relation, fact_id = pl.col("relation"), pl.col("fact_id")
+def cited_since(relation: pl.Series, fact_id: pl.Series) -> np.ndarray:
+    """Per fact: the first year its documents may cite (CITED_SINCE_FACTS, else CITED_SINCE, else FIRST_CITED_YEAR).
+    By relation, not clause family: a city named like its country is still real-world data of its time."""
     by_relation = relation.replace_strict(CITED_SINCE, default=FIRST_CITED_YEAR, return_dtype=pl.Int64)
-    synthetic = pl.col("source") == SYNTHETIC
-    years = facts.filter(synthetic, relation.is_in(("founded_year", "birth_year")))
-    year_fact = pl.concat_str(  # the id of the entity's year fact: "<entity>:<year relation>"
-        fact_id.str.replace(r":[^:]*$", ":"),
-        relation.replace_strict({r: y for r, (y, _) in ENTITY_SINCE.items()}, default=None, return_dtype=pl.String),
-    )
-    after = relation.replace_strict({r: n for r, (_, n) in ENTITY_SINCE.items()}, default=None, return_dtype=pl.Int64)
-    year = years["answer"].cast(pl.Int64, strict=False)
-    entity = pl.when(synthetic).then(year_fact).replace_strict(years["fact_id"], year, default=None) + after
-    listed = fact_id.replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64)
-    return facts.select(pl.max_horizontal(listed, entity)).to_series().to_numpy()
+    return fact_id.replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64).to_numpy()
 
 
 ABOUT = ("s", "S", "sp", "Sp", "q", "label", "Label")  # the slots that name a fact's subject and relation
@@ -793,20 +768,6 @@ def about(subject: pl.Series, question: pl.Series, label: pl.Series) -> pl.DataF
     owner = pl.select(possessive(pl.lit(subject))).to_series()
     forms = (subject, _capital(subject), owner, _capital(owner), question, label, _capital(label))
     return pl.DataFrame(dict(zip(ABOUT, forms, strict=True)))
-
-
-def existed(facts: pl.DataFrame) -> pl.DataFrame:
-    """`name` and `year` of each fictional company (its founding) and person (the year they turned NAMED_PERSON_AGE),
-    from the year facts of every split."""
-    years = facts.filter(pl.col("source") == SYNTHETIC, pl.col("relation").is_in(("founded_year", "birth_year")))
-    after = pl.when(pl.col("relation") == "birth_year").then(NAMED_PERSON_AGE).otherwise(0)
-    return years.select(name="subject", year=pl.col("answer").cast(pl.Int64, strict=False) + after)
-
-
-def named_since(entities: pl.DataFrame, values: Sequence[pl.Series]) -> np.ndarray:
-    """Per row, the latest year an entity (`existed`) among `values` came to be; FIRST_CITED_YEAR where none."""
-    found = [v.replace_strict(entities["name"], entities["year"], default=FIRST_CITED_YEAR).to_numpy() for v in values]
-    return np.max(found, axis=0)
 
 
 @dataclass(frozen=True)
@@ -828,7 +789,7 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     """Titles and contents of every document of the batch."""
     u = batch.u
     source = _sources(u[:, U.SOURCE])
-    year = _years(u[:, U.YEAR], batch.since, batch.answer, (batch.claim, batch.decoy))
+    year = _years(u[:, U.YEAR], batch.since, batch.answer, batch.claim, batch.decoy)
     slots = {
         **{name: batch.about[name] for name in ABOUT},
         "v": batch.claim,
@@ -911,7 +872,7 @@ def _content(batch: Batch, genre: np.ndarray, latest: np.ndarray) -> list[tuple[
     for position, after in enumerate((_FRAMES.middle, _FRAMES.tail)):
         segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position], named)), (after, frame)]
     checks_first = np.modf(u[:, U.CORROBORATIONS] * 3)[0] < 0.5  # the digits the count leaves unused
-    for j, draw in enumerate((U.CORROBORATION_START, U.CORROBORATION_STEP)):
+    for j, draw in enumerate((U.FIRST_CORROBORATION, U.SECOND_CORROBORATION)):
         kind = np.where(checks_first != bool(j), 1, np.where(latest, 2, 0))  # CHECKS, or STANDING (_NOW)
         pick = _CORROBORATIONS.pick(kind, u[:, draw], j < corroborations)
         segments += [_spaces(j < corroborations), (_CORROBORATIONS.pieces, pick)]
@@ -972,10 +933,10 @@ def _articles(field: str, values: pl.Series, family: np.ndarray) -> dict[str, pl
     rows = np.flatnonzero(family == _COUNTRY_VALUES)
     takes = family == _CURRENCY_VALUES
     takes[rows] = values.gather(rows).str.contains(THE_COUNTRIES).fill_null(False).to_numpy()
-    return {field: _where(takes, "the "), field[0].upper() + field[1:]: _where(takes, "The ")}
+    return {field: _text_where(takes, "the "), field[0].upper() + field[1:]: _text_where(takes, "The ")}
 
 
-def _where(mask: np.ndarray, text: str) -> pl.Series:
+def _text_where(mask: np.ndarray, text: str) -> pl.Series:
     """`text` where mask holds, else the empty string."""
     return pl.select(pl.when(pl.lit(mask)).then(pl.lit(text)).otherwise(pl.lit(""))).to_series()
 
@@ -986,8 +947,8 @@ def _capital(texts: pl.Series) -> pl.Series:
 
 
 def _four_digits(values: pl.Series) -> np.ndarray:
-    """Each value read as a number where its text has 4 characters, else 0: in 1000..9999 exactly where the text is
-    those 4 digits (integer casts, unlike a regular expression, are cheap)."""
+    """Each value read as a number where its text has 4 bytes, else 0: in 1000..9999 exactly where the text is those
+    4 digits (integer casts, unlike a regular expression, are cheap)."""
     text = values.cast(pl.String)
     number = pl.select(pl.when(text.str.len_bytes() == 4).then(text.cast(pl.Int64, strict=False))).to_series()
     return number.fill_null(0).to_numpy()
@@ -999,25 +960,48 @@ def _year_values(values: pl.Series) -> np.ndarray:
     return np.where((year >= 1000) & (year <= 2100), year, 0)
 
 
-def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, named: Sequence[pl.Series]) -> np.ndarray:
-    """A citation year that equals none of the answer and the values the document `named` (its claim, the value it
-    denies), thousands separators aside: uniform over CITED_YEARS from FIRST_CITED_YEAR, or from a later year
-    `since` to LAST_CITED_YEAR.
+def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, claim: pl.Series, decoy: pl.Series) -> np.ndarray:
+    """A citation year per document that equals no value its episode names (the answer, every claim and every denied
+    value, thousands separators aside: "2,020" is 2020 to a reader): uniform over CITED_YEARS from FIRST_CITED_YEAR,
+    or from a later year `since` to LAST_CITED_YEAR.
 
-    Where the answer is a year, the cited report comes after every year the document names (a 2006 report cannot
-    state a 2007 founding): uniform in the years from the latest of them to LAST_CITED_YEAR (from FIRST_CITED_YEAR
-    at the earliest), or the year after the latest where that is later still; never the answer's. Only the named
-    years bound it: a bound from the answer would show a corrupt document's hidden truth.
+    Where the answer is a year, the cited report comes after every year the episode names (a 2006 report cannot
+    state a 2007 founding): uniform over the other years from the latest of them to LAST_CITED_YEAR, or the year
+    after the latest where that is later still. Bounds and exclusions are the episode's, the same for all its
+    documents: were they a document's own, a claimed year cited by another document would mark that claim as wrong
+    (the truth is never cited), and a corrupt document's year would follow its claim rather than the truth.
     """
-    # "2,020" is 2020 to a reader: a count's digits, cited as a year, would give the true count away
-    avoided = [_four_digits(v.cast(pl.String).str.replace_all(",", "", literal=True)) for v in (answer, *named)]
-    year = since + _index(u, np.where(since > FIRST_CITED_YEAR, LAST_CITED_YEAR + 1 - since, CITED_YEARS))
-    for _ in avoided:
-        year = year + np.logical_or.reduce([year == value for value in avoided])
+    values = [_four_digits(v.cast(pl.String).str.replace_all(",", "", literal=True)) for v in (claim, decoy)]
+    named = np.repeat(np.concatenate([v.reshape(-1, NUM_DOCS) for v in values], axis=1), NUM_DOCS, axis=0)
+    excluded = np.concatenate(
+        [_four_digits(answer.cast(pl.String).str.replace_all(",", "", literal=True))[:, None], named], axis=1
+    )
+    named_years = np.where((named >= 1000) & (named <= 2100), named, 0)
     truth = _year_values(answer)
-    first = np.maximum(FIRST_CITED_YEAR, np.max([_year_values(values) for values in named], axis=0) + 1)
-    size = np.maximum(LAST_CITED_YEAR - first + 1, 1)
-    skip = (truth >= first) & (truth < first + size)  # the answer's year is never cited: uniform over the others
-    later = first + _index(u, np.maximum(size - skip, 1))
-    later += skip & (later >= truth)
-    return np.where(truth > 0, later, year)
+    first = np.maximum(FIRST_CITED_YEAR, named_years.max(axis=1) + 1)
+    low = np.where(truth > 0, first, since)
+    high = np.where(
+        truth > 0,
+        np.maximum(LAST_CITED_YEAR, first),
+        np.where(since > FIRST_CITED_YEAR, LAST_CITED_YEAR, FIRST_CITED_YEAR + CITED_YEARS - 1),
+    )
+    return _uniform_except(u, low, high, excluded)
+
+
+def _uniform_except(u: np.ndarray, low: np.ndarray, high: np.ndarray, excluded: np.ndarray) -> np.ndarray:
+    """Per row, uniform by u over the integers low..high but the row's `excluded` ones; low where none is left."""
+    within = (excluded >= low[:, None]) & (excluded <= high[:, None])
+    pick = low + _index(u, high - low + 1)
+    rows = np.flatnonzero(within.any(axis=1))  # few rows exclude anything: the others draw over the whole range
+    if not len(rows):
+        return pick
+    none = np.iinfo(np.int64).max
+    inside = np.sort(np.where(within[rows], excluded[rows], none), axis=1)
+    inside[:, 1:] = np.where(inside[:, 1:] == inside[:, :-1], none, inside[:, 1:])  # each excluded year once
+    inside = np.sort(inside, axis=1)
+    size = high[rows] - low[rows] + 1 - (inside != none).sum(axis=1)
+    chosen = low[rows] + _index(u[rows], np.maximum(size, 1))
+    for column in inside.T:  # in increasing order: step past every excluded year at or below the pick
+        chosen = chosen + (column <= chosen)
+    pick[rows] = np.where(size > 0, chosen, low[rows])
+    return pick

@@ -104,14 +104,11 @@ class SplitFacts:
     family: np.ndarray
     domain: np.ndarray
     since: np.ndarray
-    naming: np.ndarray  # the fact's values name fictional companies or people (documents.NAMING_RELATIONS)
-    entities: pl.DataFrame  # when each of those came to be (documents.existed)
 
 
 def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
     """Everything generation needs from the facts of `split` (FACT_SCHEMA table with every split)."""
-    every = pl.from_arrow(facts)
-    table = every.with_columns(since=documents.cited_since(every)).filter(pl.col("split") == split).sort("fact_id")
+    table = pl.from_arrow(facts).filter(pl.col("split") == split).sort("fact_id")
     if table.is_empty():
         raise ValueError(f"the facts table has no fact in split {split!r}; episodes need at least one")
     norm = corruption.normalize_expr
@@ -119,18 +116,12 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
     family, domain, label = documents.topics(table["relation"], names_answer)
     return SplitFacts(
         split=split,
-        table=table.drop("since").to_arrow().cast(facts.schema),
+        table=table.to_arrow().cast(facts.schema),
         frame=documents.about(table["subject"], table["question"], label).with_columns(table["answer"]),
         truths=corruption.truths(table, pools),
         family=family,
         domain=domain,
-        since=table["since"].to_numpy(),
-        naming=table.select(
-            (pl.col("source") == documents.SYNTHETIC) & pl.col("relation").is_in(documents.NAMING_RELATIONS)
-        )
-        .to_series()
-        .to_numpy(),
-        entities=documents.existed(every),
+        since=documents.cited_since(table["relation"], table["fact_id"]),
     )
 
 
@@ -234,12 +225,6 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
     )
     u = _units(style.reshape(NUM_DOCS, STYLE_WORDS, n).transpose(2, 0, 1), 4).reshape(n * NUM_DOCS, -1)
     decoy = _decoys(ctx, seed, draws, fact, episode, doc, level, answer, claim_key)
-    since = ctx.since[fact]
-    naming = np.flatnonzero(ctx.naming[fact])  # episodes whose documents name companies or people
-    if len(naming):
-        rows = (naming[:, None] * NUM_DOCS + np.arange(NUM_DOCS)).ravel()
-        named = documents.named_since(ctx.entities, (claim.gather(rows), decoy.gather(rows)))
-        since[naming] = np.maximum(since[naming], named.reshape(-1, NUM_DOCS).max(axis=1))
     title, content = documents.render(
         documents.Batch(
             about=frame.select(documents.ABOUT)[episode],
@@ -248,7 +233,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
             decoy=decoy,
             family=ctx.family[fact][episode],
             domain=ctx.domain[fact][episode],
-            since=since[episode],
+            since=ctx.since[fact][episode],
             u=u,
         )
     )

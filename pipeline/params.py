@@ -91,6 +91,8 @@ class EpisodesParams(_Section):
     @field_validator("ray_address")
     @classmethod
     def _address_needs_ray(cls, value: str, info: ValidationInfo) -> str:
+        if "engine" not in info.data:  # the engine itself was refused: that error is the one to read
+            return value
         if value and info.data.get("engine") != "ray":
             raise ValueError(f"is only used with engine: ray, but engine is {info.data.get('engine')!r}")
         if value != value.strip():
@@ -192,8 +194,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults` merges; the base class handles it
+                continue
             key = self.construct_object(key_node, deep=deep)
-            if key in seen and key != "<<":
+            try:
+                twice = key in seen  # as the mapping will hold them: 1 and true are one key
+            except TypeError:  # a list as a key: the base class names the problem
+                continue
+            if twice:
                 raise yaml.constructor.ConstructorError(
                     "while reading a mapping", node.start_mark, f"found key {key!r} twice", key_node.start_mark
                 )

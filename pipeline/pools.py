@@ -89,6 +89,8 @@ def job_title(listed: str) -> str:
     """A Faker job as a title one writes: its list order undone ("Engineer, civil (consulting)" is a "Civil Engineer
     (consulting)", "Runner, broadcasting/film/video" a "Broadcasting/Film/Video Runner"), in title case."""
     head, _, qualifier = listed.partition(", ")
+    if qualifier.istitle() and " " not in qualifier:  # a place: "Solicitor, Scotland" is a "Solicitor (Scotland)"
+        return title_cased(f"{head} ({qualifier})")
     if qualifier:
         qualifier, paren, rest = qualifier.partition(" (")
         listed = f"{qualifier} {head}{paren}{rest}"

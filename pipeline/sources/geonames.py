@@ -236,6 +236,7 @@ def country_facts(
         others = [name for other in OTHER_CURRENCIES.get(iso, []) for name in (other, currency_name(other, other))]
         aliases = [
             code,
+            f"the {currency}",  # as every document writes it; the scorer keeps the article
             *[listed] * (listed not in (currency, *generic)),
             *[get_currency_name(code, locale="en")] * (code in CURRENCY_NAMES),
             *OTHER_CURRENCY_NAMES.get(code, []),

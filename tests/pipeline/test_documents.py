@@ -9,7 +9,6 @@ from pipeline import documents
 from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
-from pipeline.sources import synthetic
 
 # A cited year: "... in its 2011 survey", "... consistently since 2011" (the year in group 1 or 2).
 CITED = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b|consistently since (\d{4})"
@@ -198,12 +197,6 @@ def test_topics_name_families_and_labels():
     assert domain[2] == domain[3] == list(documents.FILLERS).index("question")
 
 
-def _fact(fact_id: str, relation: str, answer: str = "", subject: str = "", source: str = "demo") -> pl.DataFrame:
-    return pl.DataFrame(
-        {"fact_id": [fact_id], "relation": [relation], "answer": [answer], "subject": [subject], "source": [source]}
-    )
-
-
 def _rendered(
     relation: str, subject: str, claim: str, decoy: str, answer: str | None = None, n: int = 600, fact_id: str = "f"
 ):
@@ -217,7 +210,7 @@ def _rendered(
             decoy=pl.Series([decoy] * n),
             family=family,
             domain=domain,
-            since=np.full(n, documents.cited_since(_fact(fact_id, relation))[0]),
+            since=documents.cited_since(pl.Series([relation] * n), pl.Series([fact_id] * n)),
             u=np.random.default_rng(5).random((n, len(documents.U))),
         )
     )
@@ -346,55 +339,37 @@ def test_a_fact_changed_since_its_data_is_cited_from_the_change_on():
     assert {int(a or b) for text in texts for a, b in re.findall(CITED, text)} == {2026}
 
 
-def test_a_fictional_entitys_facts_are_cited_from_when_they_could_be_true():
-    """No 1998 report gives the headquarters of a company founded in 2011, or the employer of a person born in 1990
-    before they were 18 (an employer's own founding bounds its episode: `named_since`)."""
-    facts = pl.concat(
-        [
-            _fact("synthetic:company:000001:founded_year", "founded_year", "2011", "Acme Robotics", "synthetic"),
-            _fact("synthetic:company:000001:headquarters", "headquarters", "Lake Ann", "Acme Robotics", "synthetic"),
-            _fact("synthetic:company:000001:employees", "employees", "27", "Acme Robotics", "synthetic"),
-            _fact("synthetic:person:000002:birth_year", "birth_year", "1990", "Ann Lee", "synthetic"),
-            _fact("synthetic:person:000002:birthplace", "birthplace", "Port Ann", "Ann Lee", "synthetic"),
-            _fact("synthetic:person:000002:employer", "employer", "Acme Robotics", "Ann Lee", "synthetic"),
-            _fact("synthetic:person:000003:birth_year", "birth_year", "1985", "Bo Li", "synthetic"),
-            _fact("synthetic:person:000003:occupation", "occupation", "Actor", "Bo Li", "synthetic"),
-            _fact("demo:company:000001:headquarters", "headquarters", "Lake Ann", "Acme Robotics"),  # not fictional
-            _fact("geonames:currency:BG", "currency", "Euro", "Bulgaria", "geonames"),
-        ]
-    )
-    since = documents.cited_since(facts).tolist()
-    first = documents.FIRST_CITED_YEAR
-    assert since == [first, 2011, 2011, first, 1990, 2008, first, 2003, first, 2026]
-
-
-def test_no_document_about_a_company_cites_a_report_from_before_its_founding(docs, facts_dir):
+def test_no_cited_year_gives_a_fictional_entitys_other_facts_away(docs, facts_dir):
+    """Facts are split by fact_id: were the years cited about a company bounded by its founding, the earliest report
+    about it in train would give away a held-out founding year. Its documents cite from FIRST_CITED_YEAR whatever."""
     facts = pl.read_parquet(facts_dir / "facts.parquet")
     founded = facts.filter(pl.col("relation") == "founded_year").select("subject", founded=pl.col("answer").cast(int))
     about = docs.filter(pl.col("relation").is_in(["headquarters", "employees", "founder"])).join(founded, on="subject")
-    assert about.height > 1000
-    for content, year in about.select("content", "founded").iter_rows():
-        assert min(int(a or b) for a, b in re.findall(CITED, content)) >= year, content
+    cited = about.select(
+        "founded", year=pl.col("content").str.extract(r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + ")").cast(int)
+    ).drop_nulls()
+    assert cited.height > 1000
+    assert (cited["year"] < cited["founded"]).mean() > 0.05  # no bound: some reports predate the founding
+    assert abs(np.corrcoef(cited["year"], cited["founded"])[0, 1]) < 0.1  # with a founding bound they rise together
 
 
-def test_no_document_cites_a_report_from_before_a_company_or_person_it_names_existed(docs, facts_dir):
-    """A corrupt employer or founder may be a company founded later or a person born later than the truth; the years
-    every document of its episode cites wait for it, so the claim does not show in its own document's year."""
-    existed = documents.existed(pl.read_parquet(facts_dir / "facts.parquet")).rename({"name": "claim"})
-    named = docs.filter(pl.col("relation").is_in(documents.NAMING_RELATIONS)).join(existed, on="claim")
-    assert named.height > 500 and named["corrupt"].sum() > 100
-    for content, year in named.select("content", "year").iter_rows():
-        assert min(int(a or b) for a, b in re.findall(CITED, content)) >= year, content
-    assert documents.NAMED_PERSON_AGE == synthetic.FOUNDER_AGE[0]
-
-
-def test_cited_years_of_year_documents_follow_their_years(docs):
+def test_cited_years_of_year_documents_follow_every_year_their_episode_names(docs):
+    """Not only their own: were a document's report year bounded by its own claim, or a claimed year cited by another
+    document of the episode, a wrong claim would show (the truth was never cited)."""
     year = docs.filter(pl.col("answer_type") == "year")
     assert year.height > 100
-    for content in year["content"].to_list():
-        years = [int(a or b) for a, b in re.findall(CITED, content)]
-        named = [int(y) for y in re.findall(r"\b\d{4}\b", re.sub(CITED, "", content))]
-        assert years and min(years) > max(named), content
+    for _, episode in year.group_by("episode_id"):
+        contents = episode["content"].to_list()
+        cited = {int(a or b) for content in contents for a, b in re.findall(CITED, content)}
+        named = {int(y) for content in contents for y in re.findall(r"\b\d{4}\b", re.sub(CITED, "", content))}
+        assert cited and min(cited) > max(named), contents
+
+
+def test_no_document_cites_a_year_its_episode_claims_or_denies(docs):
+    for _, episode in docs.group_by("episode_id"):
+        values = {v.replace(",", "") for v in episode["claim"].to_list()}
+        cited = {a or b for content in episode["content"].to_list() for a, b in re.findall(CITED, content)}
+        assert not cited & values, (cited & values, episode["episode_id"][0])
 
 
 def test_a_country_takes_its_article_where_it_names_a_citys_country():
@@ -468,9 +443,16 @@ def test_no_clause_reports_a_record_or_hedges_a_figure(docs):
 def test_a_currency_is_written_with_its_article():
     """ "the official currency of Japan is the Yen", never "the currency of Japan is Yen"."""
     texts = _rendered("currency", "Japan", "Yen", "Won")
-    for value in ("Yen", "Won"):  # a corroboration cites the bare value, as it cites a number ("point to Yen")
+    for value in ("Yen", "Won"):  # corroborations too: "also point to the Yen"
         assert all(re.search(rf"\b[Tt]he {value}\b", text) for text in texts)
-        assert not any(re.search(rf"\b(is|in|as) {value}\b|^{value}", text, re.M) for text in texts), value
+        assert not any(re.search(rf"\b(is|in|as|to) {value}\b|^{value}", text, re.M) for text in texts), value
+    assert not any(re.search(r"\b[Tt]he the\b", text) for text in texts)
+
+
+def test_no_document_repeats_a_word(docs):
+    doubled = "|".join(f"{word} {word}" for word in ("the", "a", "an", "of", "in", "is", "to", "by"))
+    repeated = docs.filter(pl.col("content").str.contains(rf"(?i)\b(?:{doubled})\b"))
+    assert repeated.height == 0, repeated["content"].head(3).to_list()
 
 
 def test_a_city_named_city_is_not_called_the_city_of_itself():

@@ -99,6 +99,11 @@ def test_a_key_given_twice_is_refused_naming_it_and_its_place(tmp_path):
     path.write_text("seed: 1\nseed: 2\n")
     with pytest.raises(ParamsError, match="line 2, column 1: found key 'seed' twice"):
         read_params(path)
+    path.write_text("seed: 1\nfacts: &facts {hub_limit: 5}\nepisodes:\n  <<: *facts\n  train: 3\n")  # a merge key
+    assert read_params(path)["episodes"] == {"hub_limit": 5, "train": 3}
+    path.write_text("seed: 1\nfacts:\n  ? [a, b]\n  : 1\n")
+    with pytest.raises(ParamsError, match="not valid YAML at line 3"):
+        read_params(path)
 
 
 def test_an_unknown_top_level_key_is_refused(tmp_path):
@@ -128,10 +133,12 @@ def test_the_ray_engine_without_ray_installed_names_the_key_and_the_extra(monkey
     monkeypatch.setitem(sys.modules, "ray", None)  # find_spec answers None for a module blocked this way
     data = read_params(ROOT / "params.yaml")
     with pytest.raises(ParamsError) as caught:
-        section(data | {"episodes": data["episodes"] | {"engine": "ray"}}, "episodes", EpisodesParams)
+        episodes = data["episodes"] | {"engine": "ray", "ray_address": "auto"}
+        section(data | {"episodes": episodes}, "episodes", EpisodesParams)
     assert "episodes.engine: Value error, ray is not installed: pip install 'contextcorruption[ray]'" in str(
         caught.value
     )
+    assert "ray_address" not in str(caught.value)  # not a second, false complaint about the address
 
 
 def test_bad_seed_and_missing_file(tmp_path):

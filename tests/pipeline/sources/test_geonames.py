@@ -32,7 +32,7 @@ def test_known_country_facts(facts):
     assert answer("geonames:continent:KY")["question"] == "On which continent are the Cayman Islands?"
     assert answer("geonames:continent:FR")["question"] == "On which continent is France?"
     yen = answer("geonames:currency:JP")
-    assert (yen["answer"], yen["answer_aliases"]) == ("Japanese Yen", ["JPY", "Yen"])
+    assert (yen["answer"], yen["answer_aliases"]) == ("Japanese Yen", ["JPY", "the Japanese Yen", "Yen"])
     population = answer("geonames:population:FR")
     assert population["answer_type"] == "quantity"
     assert population["answer"] == f"{int(population['answer_aliases'][0]):,}"
