@@ -28,7 +28,7 @@ SECTORS = (
 )  # fmt: skip
 # Company suffixes that read better after the sector ("Gallagher Logistics Ltd").
 TRAILING_SUFFIXES = ("Ltd", "Inc", "LLC", "PLC", "Group")
-# [low, high): 40 to 80 years old in 2026, so a person's job and employer read as current (from 1925, a third of them
+# [low, high): 41 to 80 years old in 2026, so a person's job and employer read as current (from 1925, a third of them
 # were over 80 and still on some company's staff).
 BIRTH_YEARS = (1946, 1986)
 FOUNDER_AGE = (20, 40)  # the founder's age when the company was founded: 1966..2024 at most
