@@ -233,15 +233,16 @@ def country_facts(
         facts.append(("population", question, quantity(population), quantity_aliases(population), "quantity"))
     if code:
         currency = currency_name(code, listed)
-        others = [name for other in OTHER_CURRENCIES.get(iso, []) for name in (other, currency_name(other, other))]
-        aliases = [
-            code,
-            f"the {currency}",  # as every document writes it; the scorer keeps the article
+        other_codes = OTHER_CURRENCIES.get(iso, [])
+        names = [
+            currency,
             *[listed] * (listed not in (currency, *generic)),
             *[get_currency_name(code, locale="en")] * (code in CURRENCY_NAMES),
             *OTHER_CURRENCY_NAMES.get(code, []),
-            *others,
+            *(currency_name(other, other) for other in other_codes),
         ]
+        # each name also with "the", as every document writes a currency: the scorer keeps the article
+        aliases = [code, *other_codes, *names[1:], *(f"the {name}" for name in names)]
         facts.append(("currency", f"What is the currency of {where}?", currency, aliases, "text"))
     return facts
 

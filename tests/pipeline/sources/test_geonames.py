@@ -32,7 +32,7 @@ def test_known_country_facts(facts):
     assert answer("geonames:continent:KY")["question"] == "On which continent are the Cayman Islands?"
     assert answer("geonames:continent:FR")["question"] == "On which continent is France?"
     yen = answer("geonames:currency:JP")
-    assert (yen["answer"], yen["answer_aliases"]) == ("Japanese Yen", ["JPY", "the Japanese Yen", "Yen"])
+    assert (yen["answer"], yen["answer_aliases"]) == ("Japanese Yen", ["JPY", "Yen", "the Japanese Yen", "the Yen"])
     population = answer("geonames:population:FR")
     assert population["answer_type"] == "quantity"
     assert population["answer"] == f"{int(population['answer_aliases'][0]):,}"
@@ -157,7 +157,7 @@ def test_contested_capitals_are_not_asked(facts):
         ("geonames:currency:TT", ["Trinidad & Tobago Dollar", "Trinidad and Tobago Dollar", "TTD"], "Dollar"),
         ("geonames:currency:BN", ["Brunei Dollar", "BND", "Singapore Dollar", "SGD"], "Dollar"),
         ("geonames:currency:KG", ["Kyrgyzstani Som", "Kyrgystani Som", "KGS"], "Som"),
-        ("geonames:currency:GB", ["British Pound", "Pound Sterling", "Sterling", "GBP"], "Pound"),
+        ("geonames:currency:GB", ["British Pound", "Pound Sterling", "the Pound Sterling", "GBP"], "Pound"),
         ("geonames:currency:SH", ["St. Helena Pound", "Saint Helena Pound", "St Helena Pound"], "Pound"),
         ("geonames:continent:GL", ["North America", "Europe"], "Asia"),
     ],
