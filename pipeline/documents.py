@@ -828,13 +828,11 @@ def _one_stop(texts: pa.StringArray, values: Sequence[pl.Series]) -> pa.StringAr
 def _sources(u: np.ndarray) -> np.ndarray:
     """Each episode's sources, all different (eight outlets, not one outlet twice): its document d takes one of the
     sources the documents before it left, uniform by u."""
-    left = _index(u.reshape(-1, NUM_DOCS), len(_SOURCES) - np.arange(NUM_DOCS))
-    source = np.empty_like(left)
+    u = u.reshape(-1, NUM_DOCS)
+    first, last = np.zeros(len(u), dtype=np.int64), np.full(len(u), len(_SOURCES) - 1)
+    source = np.empty(u.shape, dtype=np.int64)
     for d in range(NUM_DOCS):
-        pick = left[:, d]  # the pick-th source not yet taken: count past each taken one, in increasing order
-        for taken in np.sort(source[:, :d], axis=1).T:
-            pick = pick + (taken <= pick)
-        source[:, d] = pick
+        source[:, d] = _uniform_except(u[:, d], first, last, source[:, :d])
     return source.ravel()
 
 
@@ -956,8 +954,12 @@ def _four_digits(values: pl.Series) -> np.ndarray:
 
 def _year_values(values: pl.Series) -> np.ndarray:
     """Each value as a year (a 4-digit 1000–2100, as sources type answers), 0 where it is none or null."""
-    year = _four_digits(values)
-    return np.where((year >= 1000) & (year <= 2100), year, 0)
+    return _as_year(_four_digits(values))
+
+
+def _as_year(numbers: np.ndarray) -> np.ndarray:
+    """The numbers that read as years (1000–2100), 0 for the others."""
+    return np.where((numbers >= 1000) & (numbers <= 2100), numbers, 0)
 
 
 def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, claim: pl.Series, decoy: pl.Series) -> np.ndarray:
@@ -971,14 +973,11 @@ def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, claim: pl.Series
     documents: were they a document's own, a claimed year cited by another document would mark that claim as wrong
     (the truth is never cited), and a corrupt document's year would follow its claim rather than the truth.
     """
-    values = [_four_digits(v.cast(pl.String).str.replace_all(",", "", literal=True)) for v in (claim, decoy)]
+    answered, *values = [_four_digits(v.str.replace_all(",", "", literal=True)) for v in (answer, claim, decoy)]
     named = np.repeat(np.concatenate([v.reshape(-1, NUM_DOCS) for v in values], axis=1), NUM_DOCS, axis=0)
-    excluded = np.concatenate(
-        [_four_digits(answer.cast(pl.String).str.replace_all(",", "", literal=True))[:, None], named], axis=1
-    )
-    named_years = np.where((named >= 1000) & (named <= 2100), named, 0)
+    excluded = np.concatenate([answered[:, None], named], axis=1)
     truth = _year_values(answer)
-    first = np.maximum(FIRST_CITED_YEAR, named_years.max(axis=1) + 1)
+    first = np.maximum(FIRST_CITED_YEAR, _as_year(named).max(axis=1) + 1)
     low = np.where(truth > 0, first, since)
     high = np.where(
         truth > 0,

@@ -37,7 +37,6 @@ from pipeline.params import (
     check_pipeline,
     params_hash,
     read_params,
-    section,
     seed,
     stage_parser,
 )
@@ -523,9 +522,8 @@ def main(
     started = time.perf_counter()
     try:
         data = read_params(params_file)
-        check_pipeline(data, params_file)
+        params = check_pipeline(data, params_file, needs="episodes")["episodes"]
         seed_ = seed(data, params_file)
-        params = section(data, "episodes", EpisodesParams, params_file)
         answers_dir = Path(out_dir).absolute().with_name("answers") if answers_dir is None else answers_dir
         key = hiddenkey.read_key() if params.hidden_test else None
         total = sum(params.counts().values())

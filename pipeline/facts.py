@@ -23,12 +23,10 @@ import pyarrow.parquet as pq
 from pipeline import hiddenkey
 from pipeline.params import (
     DEFAULT_PARAMS,
-    EpisodesParams,
     FactsParams,
     ParamsError,
     check_pipeline,
     read_params,
-    section,
     seed,
     stage_parser,
 )
@@ -144,11 +142,10 @@ def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
     try:
         output_folder(out_dir)
         data = read_params(params_path)
-        check_pipeline(data, params_path)
+        sections = check_pipeline(data, params_path, needs="facts")
         build_seed = seed(data, params_path)
-        facts = section(data, "facts", FactsParams, params_path)
-        hidden = "episodes" in data and section(data, "episodes", EpisodesParams, params_path).hidden_test
-        table = build_facts(facts, build_seed, hidden_key=hiddenkey.read_key() if hidden else None)
+        hidden = "episodes" in sections and sections["episodes"].hidden_test
+        table = build_facts(sections["facts"], build_seed, hidden_key=hiddenkey.read_key() if hidden else None)
     except (ParamsError, hiddenkey.HiddenKeyError, hub.HubSourceError, OutputError) as err:
         raise SystemExit(f"facts: {err}") from None
     write_facts(table, out_dir)

@@ -226,13 +226,15 @@ def read_params(path: Path = DEFAULT_PARAMS) -> dict:
     return data
 
 
-def check_pipeline(data: dict, path: Path = DEFAULT_PARAMS) -> None:
-    """The seed and every pipeline section present, validated: each stage refuses a later stage's bad key before
-    its own work (a bad hub.repo_id found by the publish stage would come after the whole build)."""
+def check_pipeline(data: dict, path: Path = DEFAULT_PARAMS, needs: str | None = None) -> dict[str, BaseModel]:
+    """The seed and every pipeline section present (and `needs`, the calling stage's own), validated and returned by
+    name: each stage refuses a later stage's bad key before its own work (a bad hub.repo_id found by the publish
+    stage would come after the whole build)."""
     seed(data, path)
-    for name, model in (("facts", FactsParams), ("episodes", EpisodesParams), ("hub", HubParams)):
-        if name in data:
-            section(data, name, model, path)
+    sections = {"facts": FactsParams, "episodes": EpisodesParams, "hub": HubParams}
+    return {
+        name: section(data, name, model, path) for name, model in sections.items() if name in data or name == needs
+    }
 
 
 def _read_text(path: Path) -> str:

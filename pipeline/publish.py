@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
 from pipeline.filechecks import check_files, published_hidden_columns
-from pipeline.params import HubParams, ParamsError, check_pipeline, read_params, section, stage_parser
+from pipeline.params import HubParams, ParamsError, check_pipeline, read_params, stage_parser
 from pipeline.schema import ManifestError
 from pipeline.writer import OutputError, output_file, read_manifest
 
@@ -209,9 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         output_file(args.receipt).unlink(missing_ok=True)  # a stale receipt must never vouch for this run
-        data = read_params(args.params)
-        check_pipeline(data, args.params)
-        hub = section(data, "hub", HubParams, args.params)
+        hub = check_pipeline(read_params(args.params), args.params, needs="hub")["hub"]
         token = get_token()
         reason = skip_reason(hub, token)
         if reason:

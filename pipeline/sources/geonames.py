@@ -160,7 +160,6 @@ _NO_THE = re.compile(r"^(South Georgia|Heard Island) and ")  # "Heard Island and
 # Letters beyond Latin-1 in a city's name are transliteration marks ("Kāzerūn", "Naz̧arābād", "Qā’em Shahr"), which
 # English text leaves out; "São Paulo" and "Kraków" keep their accents.
 _BEYOND_LATIN_1 = re.compile(r"[^\x00-\xff]")
-_APOSTROPHES = str.maketrans("’ʼʻ‘", "''''")
 _PLURAL = re.compile(r"(Islands|Territories)$")  # "On which continent are the Cayman Islands?"
 
 
@@ -179,7 +178,7 @@ def in_sentence(country: str) -> str:
 def city_name(city: dict) -> str:
     """A city's name as English text writes it: its current name, transliteration marks left out."""
     name = current_name(city["name"].strip())
-    return ascii_fold(name.translate(_APOSTROPHES)) if _BEYOND_LATIN_1.search(name) else name
+    return ascii_fold(name) if _BEYOND_LATIN_1.search(name) else name  # ascii_fold writes "’" and "ʻ" as "'"
 
 
 def currency_name(code: str, listed: str) -> str:
