@@ -899,20 +899,27 @@ def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -
 
     The pieces of every document are laid out one after another and gathered once; the gathered array's
     bytes are then already the documents back to back, so the result only takes every document's first
-    piece offset: no per-document join.
+    piece offset: no per-document join. Piece positions are int32 (a chunk holds far fewer than 2**31 pieces):
+    the index arithmetic over every piece is most of the cost.
     """
-    lengths = np.stack([pieces.length[rows] for pieces, rows in segments], axis=1).ravel()
-    offsets = np.stack([pieces.offset[rows] for pieces, rows in segments], axis=1).ravel()
-    within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    codes = _ALL_CODES[np.repeat(offsets, lengths) + within]
-    counts = lengths.reshape(-1, len(segments)).sum(axis=1)
-    n = len(counts)
-    base = np.r_[len(_LITERAL_SERIES) + np.arange(len(SLOTS))[::-1] * n, np.arange(len(_LITERAL_SERIES))]
-    index = base[codes + len(SLOTS)] + (codes < 0) * np.repeat(np.arange(n), counts)
+    n = len(segments[0][1])
+    lengths = np.empty((n, len(segments)), dtype=np.int32)
+    offsets = np.empty_like(lengths)
+    for j, (pieces, rows) in enumerate(segments):
+        lengths[:, j] = pieces.length[rows]
+        offsets[:, j] = pieces.offset[rows]
+    ends = np.cumsum(lengths, dtype=np.int64).reshape(n, -1)
+    # The code of piece i of the chunk is _ALL_CODES[i + (its segment's offset - the segment's first piece)].
+    at = np.repeat((offsets - (ends - lengths)).astype(np.int32).ravel(), lengths.ravel())
+    at += np.arange(len(at), dtype=np.int32)
+    first = np.where(_ALL_CODES >= 0, _ALL_CODES, len(_LITERAL_SERIES) + (-1 - _ALL_CODES) * n).astype(np.int32)
+    counts = np.diff(ends[:, -1], prepend=0)
+    index = first[at]
+    index += (_ALL_CODES[at] < 0) * np.repeat(np.arange(n, dtype=np.int32), counts)
     pieces = stacked.gather(index).to_arrow().cast(pa.large_string())
     _, piece_offsets, data = pieces.buffers()
     starts = np.frombuffer(piece_offsets, dtype=np.int64)[pieces.offset : pieces.offset + len(pieces) + 1]
-    rows = pa.LargeStringArray.from_buffers(n, pa.py_buffer(starts[np.r_[0, np.cumsum(counts)]]), data)
+    rows = pa.LargeStringArray.from_buffers(n, pa.py_buffer(starts[np.r_[0, ends[:, -1]]]), data)
     return rows.cast(pa.string())
 
 
