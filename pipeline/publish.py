@@ -4,7 +4,8 @@ Publishing is opt-in. With `hub.repo_id` empty or no token, the stage logs one l
 writes a receipt that says it was skipped (DVC needs the output either way). Otherwise the Hub repo becomes an
 exact mirror of data/episodes (remote files the folder lacks are deleted, `.gitattributes` aside), and the upload
 is resumable: upload_folder skips files the Hub already holds, so re-running after an interruption completes it.
-A repo that already exists with the other visibility than `hub.private`, a shard whose bytes are not the manifest's,
+A folder the validate stage has not passed (its metrics missing, naming another manifest, or counting violations),
+a repo that already exists with the other visibility than `hub.private`, a shard whose bytes are not the manifest's,
 and a tag that already names other files are refused before anything is uploaded; a tag that already names exactly
 the folder's files makes the run a no-op (a published revision never moves).
 The receipt is written last, after the tag exists: a failed publish leaves no receipt at all.
@@ -29,12 +30,13 @@ from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
 from pipeline.filechecks import check_files, published_hidden_columns
 from pipeline.params import HubParams, ParamsError, check_pipeline, read_params, stage_parser
-from pipeline.schema import ManifestError
+from pipeline.schema import MANIFEST_NAME, ManifestError
 from pipeline.writer import OutputError, output_file, read_manifest
 
 log = logging.getLogger(__name__)
 
 FOLDER = Path("data/episodes")
+METRICS = Path("data/metrics/dataset.json")
 RECEIPT = Path("data/publish/receipt.json")
 # Forced: a token is no DVC dependency, so a stage that skipped for want of one is otherwise up to date for DVC.
 HOW_TO_ENABLE = (
@@ -71,14 +73,16 @@ def skip_reason(hub: HubParams, token: str | None) -> str | None:
     return None
 
 
-def folder_files(folder: Path) -> list[Path]:
-    """The files to push, refused before any upload when a shard is not the build's (a truncated or changed file
-    would be published as is) or a hidden split's file holds a hidden column (the answers folder, its ground truth,
-    lies beside the folder and is never part of it)."""
+def folder_files(folder: Path, metrics: Path) -> list[Path]:
+    """The files to push, refused before any upload when the validate stage has not passed this build (`metrics`,
+    its output), a shard is not the build's (a truncated or changed file would be published as is) or a hidden
+    split's file holds a hidden column (the answers folder, its ground truth, lies beside the folder and is never
+    part of it)."""
     try:
         manifest = read_manifest(folder)
     except ManifestError as err:
         raise PublishError(str(err)) from None
+    _check_validated(folder, metrics)
     problems, _ = check_files(folder, manifest.shards)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -91,9 +95,26 @@ def folder_files(folder: Path) -> list[Path]:
     return sorted(path for path in folder.rglob("*") if path.is_file())
 
 
-def publish(folder: Path, hub: HubParams, token: str, endpoint: str | None = None) -> Receipt:
+def _check_validated(folder: Path, metrics: Path) -> None:
+    """Refuse a build the validate stage did not pass: run by hand, publish has no DVC to order the stages."""
+    again = f"run `dvc repro validate` (or python -m pipeline.validate --data {folder} --metrics {metrics})"
+    try:
+        found = json.loads(metrics.read_text())
+        bound, violations = found.get("manifest_sha256"), found["violations"]
+        failed = sorted(name for name, count in violations.items() if count)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise PublishError(f"refusing to publish {folder}: {metrics} holds no validation results; {again}") from None
+    if bound != file_sha256(folder / MANIFEST_NAME):
+        raise PublishError(f"refusing to publish {folder}: {metrics} is the validation of another build; {again}")
+    if failed:
+        raise PublishError(
+            f"refusing to publish {folder}: it fails validation ({', '.join(failed)}: see {metrics}); rebuild it"
+        )
+
+
+def publish(folder: Path, hub: HubParams, token: str, endpoint: str | None = None, metrics: Path = METRICS) -> Receipt:
     """Push the folder and tag the commit; see `_push` for what an existing tag or repo does."""
-    files = folder_files(folder)
+    files = folder_files(folder, metrics)
     api = HfApi(endpoint=endpoint, token=token)
     commit = _push(api, folder, hub, files)
     return Receipt(
@@ -206,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = stage_parser("pipeline.publish", __doc__)
     parser.add_argument("--folder", type=Path, default=FOLDER, help="the dataset folder to push")
     parser.add_argument("--receipt", type=Path, default=RECEIPT)
+    parser.add_argument("--metrics", type=Path, default=METRICS, help="the validate stage's metrics of the folder")
     args = parser.parse_args(argv)
     try:
         output_file(args.receipt).unlink(missing_ok=True)  # a stale receipt must never vouch for this run
@@ -216,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
             log.warning("Publishing skipped: %s. To publish, %s.", reason, HOW_TO_ENABLE)
             receipt = Receipt(status="skipped", reason=reason)
         else:
-            receipt = publish(args.folder, hub, token)
+            receipt = publish(args.folder, hub, token, metrics=args.metrics)
             log.info(
                 "Published %d files (%d bytes): %s (commit %s)",
                 receipt.files,

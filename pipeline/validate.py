@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 
 from pipeline.atomic import write_text_atomic
+from pipeline.checksums import file_sha256
 from pipeline.dataset_metrics import dataset_metrics
 from pipeline.filechecks import (
     check_answers,
@@ -25,7 +26,7 @@ from pipeline.filechecks import (
     row_group_problems,
 )
 from pipeline.invariants import EPISODE_VIOLATIONS, INVARIANTS, NORMALIZE_MACROS, checked_sql, sql_literal
-from pipeline.schema import VISIBLE_COLUMNS, ManifestError, ShardInfo
+from pipeline.schema import MANIFEST_NAME, VISIBLE_COLUMNS, ManifestError, ShardInfo
 from pipeline.writer import OutputError, output_file, read_manifest
 
 log = logging.getLogger(__name__)
@@ -90,12 +91,14 @@ def _first_ids(con: duckdb.DuckDBPyConnection, bad: str) -> list[int]:
 
 
 def validate(root: Path, progress: bool = False, answers: Path | None = None) -> dict:
-    """Check every invariant of the dataset folder `root`; return the metrics (violations included).
+    """Check every invariant of the dataset folder `root`; return the metrics (violations included), bound to the
+    build by its manifest's sha256 (the manifest holds every shard's), which publishing checks.
 
     A hidden split's episodes are checked with their ground truth joined from the answers folder `answers`.
     `progress` shows DuckDB's progress bar (for the stage's entry point)."""
     root = Path(root).resolve()
     manifest = read_manifest(root)
+    manifest_sha256 = file_sha256(root / MANIFEST_NAME)
     file_problems, shards = check_files(root, manifest.shards)
     answer_problems, answer_shards = check_answers(answers, manifest)
     kept = {s.path for s in answer_shards}
@@ -116,6 +119,7 @@ def validate(root: Path, progress: bool = False, answers: Path | None = None) ->
     found.update({name: (len(items), items[:MAX_EXAMPLES]) for name, items in problems.items()})
     return {
         **dataset_metrics(con, manifest),
+        "manifest_sha256": manifest_sha256,
         "violations": {name: found[name][0] for name in INVARIANTS},
         "violation_examples": {name: found[name][1] for name in INVARIANTS if found[name][0]},
     }

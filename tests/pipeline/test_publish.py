@@ -13,15 +13,21 @@ import pytest
 import yaml
 from huggingface_hub import HfApi, snapshot_download
 
+from pipeline.episodes import build_episodes
+from pipeline.publish import METRICS
+from pipeline.validate import main as validate_main
+from tests.conftest import SEED, SMALL_EPISODES
 from tests.hubstandin import HubError, hub_standin
 
 TOKEN = "hf_standin_token"
 REPO = "acme/context-corruption"
 
 
-def make_project(root: Path, dataset_dir: Path) -> Path:
-    """A working directory laid out like the repository: params.yaml and a built data/episodes."""
+def make_project(root: Path, dataset_dir: Path, answers_dir: Path | None = None) -> Path:
+    """A working directory laid out like the repository: params.yaml, a built data/episodes and its metrics from the
+    real validate stage (a hidden build's checked with its answers folder, which stays outside the project)."""
     shutil.copytree(dataset_dir, root / "data" / "episodes")
+    validate_main(root / "data" / "episodes", answers_dir or root / "data" / "answers", root / METRICS)
     write_hub_params(root, repo_id=REPO)
     return root
 
@@ -183,6 +189,44 @@ def test_a_corrupt_manifest_is_named_in_one_line_and_nothing_is_pushed(project, 
     assert not (project / "data" / "publish" / "receipt.json").exists()
 
 
+def _unvalidated(project: Path) -> None:
+    (project / METRICS).unlink()
+
+
+def _rebuilt_since_validated(project: Path) -> None:
+    """The episodes stage ran again (here: another seed in the manifest) and validate did not."""
+    manifest = project / "data" / "episodes" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"seed": ', '"seed": 1'))
+
+
+def _failed_validation(project: Path) -> None:
+    """What validate leaves when an invariant fails: the metrics, counting the violations (and a non-zero exit)."""
+    metrics = json.loads((project / METRICS).read_text())
+    metrics["violations"]["answer_strict_plurality"] = 3
+    (project / METRICS).write_text(json.dumps(metrics))
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (_unvalidated, f"{METRICS} holds no validation results; run `dvc repro validate`"),
+        (_rebuilt_since_validated, f"{METRICS} is the validation of another build; run `dvc repro validate`"),
+        (_failed_validation, f"it fails validation (answer_strict_plurality: see {METRICS}); rebuild it"),
+    ],
+)
+def test_a_build_that_validate_did_not_pass_is_refused_and_nothing_is_pushed(project, hub, change, refusal):
+    change(project)
+
+    result = run_publish(project, hub.endpoint)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("publish: refusing to publish data/episodes: ") and refusal in line
+    with pytest.raises(HubError, match="Repository not found"):
+        hub.files(REPO)
+    assert not (project / "data" / "publish" / "receipt.json").exists()
+
+
 @pytest.mark.parametrize(("route", "commits_after_failure"), [("commit", 1), ("tag", 2)])
 def test_an_interrupted_publish_completes_when_re_run(project, hub, route, commits_after_failure):
     hub.fail(route, status=400)
@@ -201,15 +245,15 @@ def test_an_interrupted_publish_completes_when_re_run(project, hub, route, commi
     assert receipt(project)["commit"] == hub.tags(REPO)["v1"]
 
 
-def test_a_tag_never_moves_and_a_new_tag_mirrors_the_folder(project, hub):
+def test_a_tag_never_moves_and_a_new_tag_mirrors_the_folder(project, hub, facts_dir):
     assert run_publish(project, hub.endpoint).returncode == 0
     v1 = remote_dataset(hub, "v1")
     episodes = project / "data" / "episodes"
-    dropped = sorted((episodes / "data").glob("*.parquet"))[-1]
-    dropped.unlink()
-    manifest = json.loads((episodes / "manifest.json").read_text())
-    manifest["shards"] = [shard for shard in manifest["shards"] if not shard["path"].endswith(dropped.name)]
-    (episodes / "manifest.json").write_text(json.dumps(manifest))
+    shards = list((episodes / "data").glob("*.parquet"))
+    # The episodes and validate stages run again with fewer train episodes: fewer shards, every file another.
+    build_episodes(facts_dir, episodes, SMALL_EPISODES.model_copy(update={"train": 700}), SEED)
+    validate_main(episodes, project / "data" / "answers", project / METRICS)
+    assert len(list((episodes / "data").glob("*.parquet"))) < len(shards)
 
     moved = run_publish(project, hub.endpoint)
 
@@ -291,16 +335,20 @@ def test_re_publishing_an_older_tag_with_its_files_leaves_main_as_it_is(project,
 
 
 @pytest.fixture(scope="module")
-def hidden_dataset(tmp_path_factory, hidden_facts_dir) -> Path:
+def hidden_dataset(tmp_path_factory, hidden_facts_dir) -> tuple[Path, Path]:
     from tests.hiddenbuild import build_hidden
 
-    return build_hidden(tmp_path_factory.mktemp("hidden"), hidden_facts_dir)[0]
+    return build_hidden(tmp_path_factory.mktemp("hidden"), hidden_facts_dir)
 
 
 @pytest.mark.parametrize("build", ["plain", "hidden"])
 def test_a_truncated_shard_is_refused_in_one_line_and_nothing_is_pushed(request, tmp_path, hub, build):
-    dataset = request.getfixturevalue("dataset_dir" if build == "plain" else "hidden_dataset")
-    project = make_project(tmp_path, dataset)
+    dataset = (
+        (request.getfixturevalue("dataset_dir"), None)
+        if build == "plain"
+        else request.getfixturevalue("hidden_dataset")
+    )
+    project = make_project(tmp_path, *dataset)
     name = "data/test-00000-of-00001.parquet"  # the hidden split's file in the hidden build
     shard = project / "data" / "episodes" / name
     shard.write_bytes(shard.read_bytes()[:1000])
