@@ -39,13 +39,15 @@ log = logging.getLogger(__name__)
 OUT_DIR = Path("data/facts")
 SUMMARY_KEYS = ("source", "split", "answer_type", "relation")
 
-Loader = Callable[[FactsParams, int, Mapping[str, str]], pl.DataFrame]
+HUB_SOURCES_KEY = b"hub_sources"  # facts.parquet metadata: where each Hub source was read (path, commit)
+
+Loader = Callable[[FactsParams, int, Mapping[str, hub.Location]], pl.DataFrame]
 LOADERS: dict[str, Loader] = {
-    "geonames": lambda params, seed, paths: geonames.facts(),
-    "elements": lambda params, seed, paths: elements.facts(),
-    "synthetic": lambda params, seed, paths: synthetic.facts(seed, params.synthetic_entities, build_pools(seed)),
+    "geonames": lambda params, seed, hubs: geonames.facts(),
+    "elements": lambda params, seed, hubs: elements.facts(),
+    "synthetic": lambda params, seed, hubs: synthetic.facts(seed, params.synthetic_entities, build_pools(seed)),
     **{
-        name: (lambda params, seed, paths, name=name: hub.LOADERS[name](paths.get(name), params.hub_limit))
+        name: (lambda params, seed, hubs, name=name: hub.LOADERS[name](hubs[name], params.hub_limit))
         for name in hub.LOADERS
     },
 }
@@ -86,12 +88,18 @@ def build_facts(
 ) -> pa.Table:
     """The facts table (FACT_SCHEMA), deduplicated, rows sorted by fact_id.
 
-    `hub_paths` overrides the Hub dataset id of nq_open / popqa / faitheval (e.g. a local folder). With the key of a
-    build with a hidden split, the synthetic facts come from a keyed seed and the table's metadata names the key
+    `hub_paths` overrides the Hub dataset id of nq_open / popqa / faitheval (e.g. a local folder); each is read at the
+    commit its `facts.hub_revisions` entry names now, recorded in the table's metadata (HUB_SOURCES_KEY). With the key
+    of a build with a hidden split, the synthetic facts come from a keyed seed and the table's metadata names the key
     (`hiddenkey.fingerprint`), which the episodes stage checks.
     """
     entity_seed = seed if hidden_key is None else hiddenkey.synthetic_seed(hidden_key, seed)
-    frames = [LOADERS[name](params, entity_seed, hub_paths or {}) for name in params.sources]
+    hubs = {
+        name: hub.locate(name, (hub_paths or {}).get(name), params.hub_revisions.get(name))
+        for name in params.sources
+        if name in hub.LOADERS
+    }
+    frames = [LOADERS[name](params, entity_seed, hubs) for name in params.sources]
     facts = deduplicate(pl.concat(frames))
     splits = assign_splits(facts["fact_id"].to_list(), params.split_weights)
     facts = facts.with_columns(split=pl.Series(splits, dtype=pl.String)).sort("fact_id")
@@ -103,13 +111,18 @@ def build_facts(
     metadata = pools_metadata(build_pools(seed))  # the published seed's, as the episodes draw from it
     if hidden_key is not None:
         metadata[hiddenkey.FINGERPRINT_KEY] = hiddenkey.fingerprint(hidden_key).encode()
+    if hubs:
+        metadata[HUB_SOURCES_KEY] = json.dumps({name: where._asdict() for name, where in hubs.items()}).encode()
     return facts.select(FACT_SCHEMA.names).to_arrow().cast(FACT_SCHEMA).replace_schema_metadata(metadata)
 
 
 def summarise(table: pa.Table) -> dict:
+    """Counts per source, split, answer type and relation, and where each Hub source was read (path, commit)."""
     frame = pl.from_arrow(table)
     counts = {key: dict(sorted(frame.group_by(key).len().iter_rows())) for key in SUMMARY_KEYS}
-    return {"facts": table.num_rows, **{f"by_{key}": value for key, value in counts.items()}}
+    hubs = json.loads((table.schema.metadata or {}).get(HUB_SOURCES_KEY, b"{}"))
+    by = {f"by_{key}": value for key, value in counts.items()}
+    return {"facts": table.num_rows, **by, **({"hub_sources": hubs} if hubs else {})}
 
 
 def write_facts(table: pa.Table, out_dir: Path) -> None:

@@ -27,6 +27,7 @@ EXECUTION_KEYS = ("workers", "engine", "ray_address")  # episodes keys left out 
 # git check-ref-format's forbidden characters: control characters, space, DEL and ~^:?*[\
 _TAG_FORBIDDEN = re.compile(r"[\x00-\x20~^:?*\[\\\x7f]")
 FACT_SOURCES = ("geonames", "elements", "synthetic", "nq_open", "popqa", "faitheval")
+HUB_SOURCES = ("nq_open", "popqa", "faitheval")  # read through `datasets`, at a Hub revision
 # The most fictional entities that get names: floor(n / 2) of them are companies, and the stage's pools name
 # 4096 x 36 of those (pools.POOL_SIZE x synthetic.SECTORS). A number, not an import: every stage reads this module
 # and only facts needs it; tests/pipeline/sources/test_synthetic.py checks it against the real pools.
@@ -49,12 +50,26 @@ class FactsParams(_Section):
     )
     split_weights: dict[str, float] = Field(description="Share of facts per split, by stable hash of fact_id")
     hub_limit: int = Field(gt=0, description="Rows read from each Hub source (nq_open, popqa, faitheval)")
+    hub_revisions: dict[Literal[HUB_SOURCES], str] = Field(  # type: ignore[valid-type]
+        default_factory=dict,
+        description="Hub revision (commit, tag or branch) each Hub source is read at; unnamed: its default branch. "
+        "The commit read is recorded in data/facts/summary.json: name it here to repeat the build",
+    )
 
     @field_validator("sources")
     @classmethod
     def _once_each(cls, value: list[str]) -> list[str]:
         if twice := sorted({source for source in value if value.count(source) > 1}):
             raise ValueError(f"names {twice} more than once; each source is read once")
+        return value
+
+    @field_validator("hub_revisions")
+    @classmethod
+    def _revisions(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if empty := sorted(name for name, revision in value.items() if not revision.strip()):
+            raise ValueError(f"the revision of {empty} is empty; leave a source out to read its default branch")
+        if unread := sorted(set(value) - set(info.data.get("sources", ()))):
+            raise ValueError(f"names {unread}, which facts.sources does not read")
         return value
 
     @field_validator("split_weights")

@@ -1,8 +1,9 @@
 """Real QA sets through `datasets.load_dataset`: Natural Questions (nq_open), PopQA, FaithEval counterfactual.
 
-Each loader takes the dataset path (the Hub id by default, or a local folder with the same files) and
-keeps only short answers (at most five words), with their aliases. Off by default: the build
-machines reach package registries only.
+Each loader takes the dataset path (the Hub id by default, or a local folder with the same files) and the commit
+to read it at (`locate`: a tag or branch resolves to its commit, which the facts table records, so a build can be
+pinned and repeated), and keeps only short answers (at most five words), with their aliases. Off by default: the
+build machines reach package registries only.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import NamedTuple
 
 import polars as pl
 
@@ -18,6 +21,7 @@ from pipeline.sources.common import FactRows, canonical_number, folded_aliases, 
 
 MAX_ANSWER_WORDS = 5
 NQ_OPEN, POPQA, FAITHEVAL = "nq_open", "akariasai/PopQA", "Salesforce/FaithEval-counterfactual-v1.0"
+DEFAULT_PATHS = {"nq_open": NQ_OPEN, "popqa": POPQA, "faitheval": FAITHEVAL}
 # PopQA relations whose objects are people or places; the others are inferred from the answer text.
 POPQA_TYPES = {
     **dict.fromkeys(("father", "mother", "director", "producer", "screenwriter", "composer", "author"), "person"),
@@ -33,20 +37,54 @@ class HubSourceError(RuntimeError):
     """A Hub source could not be read, or does not have the columns its loader reads."""
 
 
-def _rows(source: str, path: str, split: str, limit: int, columns: set[str]) -> Iterable[dict]:
+class Location(NamedTuple):
+    """Where a Hub source is read: its path (a Hub dataset id or a local folder) and, on the Hub, the commit."""
+
+    path: str
+    commit: str | None
+
+
+def _unreadable(source: str, path: str, err: Exception) -> HubSourceError:
+    return HubSourceError(
+        f"facts.sources: {source} could not be read from {path!r} ({type(err).__name__}: {err}); it needs the "
+        "Hugging Face Hub or a local copy of the dataset: remove it from facts.sources to build offline"
+    )
+
+
+def locate(source: str, path: str | None, revision: str | None) -> Location:
+    """The commit `revision` (a tag, branch or commit; None: the default branch) of the source's Hub dataset names
+    now. A local folder has no revision: one given for it is refused."""
+    path = path or DEFAULT_PATHS[source]
+    if Path(path).is_dir():
+        if revision is not None:
+            raise HubSourceError(
+                f"facts.hub_revisions.{source}: {revision!r} names a Hub revision, but {source} is read from the "
+                f"local folder {path!r}"
+            )
+        return Location(path, None)
+    # Imported here, as `datasets` is: the default build reads no Hub source.
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HFValidationError, HTTPError
+
+    try:
+        return Location(path, HfApi().dataset_info(path, revision=revision).sha)
+    except (HTTPError, HFValidationError, OSError) as err:
+        raise _unreadable(source, path, err) from err
+
+
+def _rows(source: str, where: Location, split: str, limit: int, columns: set[str]) -> Iterable[dict]:
     # Imported here: `datasets` takes over a second to import and the default build never needs it.
     from datasets import load_dataset
 
     try:
-        rows = load_dataset(path, split=f"{split}[:{limit}]")
+        rows = load_dataset(where.path, split=f"{split}[:{limit}]", revision=where.commit)
     except (OSError, ValueError) as err:
-        raise HubSourceError(
-            f"facts.sources: {source} could not be read from {path!r} ({type(err).__name__}: {err}); it needs the "
-            "Hugging Face Hub or a local copy of the dataset: remove it from facts.sources to build offline"
-        ) from err
+        raise _unreadable(source, where.path, err) from err
     missing = columns - set(rows.column_names)
     if missing:
-        raise HubSourceError(f"{source} at {path!r} lacks the columns {sorted(missing)}; it has {rows.column_names}")
+        raise HubSourceError(
+            f"{source} at {where.path!r} lacks the columns {sorted(missing)}; it has {rows.column_names}"
+        )
     return rows
 
 
@@ -92,10 +130,10 @@ def _unarticled(text: str) -> list[str]:
     return [bare] if bare and bare != text else []
 
 
-def nq_open(path: str | None, limit: int, split: str = "train") -> pl.DataFrame:
+def nq_open(where: Location, limit: int, split: str = "train") -> pl.DataFrame:
     """nq_open rows: question (str), answer (list[str]); the first short answer is canonical."""
     rows = FactRows("nq_open")
-    for row in _rows("nq_open", path or NQ_OPEN, split, limit, {"question", "answer"}):
+    for row in _rows("nq_open", where, split, limit, {"question", "answer"}):
         answers = [a.strip() for a in row["answer"] if is_short(a)]
         if answers:
             question = as_question(row["question"])
@@ -104,10 +142,10 @@ def nq_open(path: str | None, limit: int, split: str = "train") -> pl.DataFrame:
     return rows.frame()
 
 
-def popqa(path: str | None, limit: int, split: str = "test") -> pl.DataFrame:
+def popqa(where: Location, limit: int, split: str = "test") -> pl.DataFrame:
     """PopQA rows: id, subj, prop, obj, question, and JSON-encoded possible_answers / o_aliases."""
     rows = FactRows("popqa")
-    for row in _rows("popqa", path or POPQA, split, limit, POPQA_COLUMNS):
+    for row in _rows("popqa", where, split, limit, POPQA_COLUMNS):
         obj = str(row["obj"]).strip()
         answers = [obj, *_json_list(row["possible_answers"]), *_json_list(row["o_aliases"])]
         answers = [a.strip() for a in answers if isinstance(a, str)]
@@ -125,13 +163,13 @@ def popqa(path: str | None, limit: int, split: str = "test") -> pl.DataFrame:
     return rows.frame()
 
 
-def faitheval(path: str | None, limit: int, split: str = "test") -> pl.DataFrame:
+def faitheval(where: Location, limit: int, split: str = "test") -> pl.DataFrame:
     """FaithEval counterfactual rows: id, question, context, choices{label, text}, answerKey, "num of options".
 
     The keyed answer is the one its own context supports (the benchmark's counterfactual), kept as given.
     """
     rows = FactRows("faitheval")
-    for row in _rows("faitheval", path or FAITHEVAL, split, limit, {"id", "question", "choices", "answerKey"}):
+    for row in _rows("faitheval", where, split, limit, {"id", "question", "choices", "answerKey"}):
         labels, texts = row["choices"]["label"], row["choices"]["text"]
         if row["answerKey"] not in labels or _NEEDS_OPTIONS.match(row["question"].strip()):
             continue
@@ -142,7 +180,7 @@ def faitheval(path: str | None, limit: int, split: str = "test") -> pl.DataFrame
     return rows.frame()
 
 
-LOADERS: dict[str, Callable[[str | None, int], pl.DataFrame]] = {
+LOADERS: dict[str, Callable[[Location, int], pl.DataFrame]] = {
     "nq_open": nq_open,
     "popqa": popqa,
     "faitheval": faitheval,

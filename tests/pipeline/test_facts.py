@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -137,12 +138,18 @@ def _params_file(tmp_path: Path, **facts) -> Path:
         ({"sources": ["geonames", "wikipedia"]}, "facts.sources"),
         ({"split_weights": {"train": 0.9, "validation": 0.1}}, "facts.split_weights"),
         ({"hub_limit": -1}, "facts.hub_limit"),
+        ({"hub_revisions": {"wikipedia": "v1"}}, "facts.hub_revisions.wikipedia.[key]: Input should be 'nq_open'"),
+        ({"hub_revisions": {"popqa": "v1"}}, "facts.hub_revisions: Value error, names ['popqa'], which facts.sources"),
+        (
+            {"sources": ["elements", "popqa"], "hub_revisions": {"popqa": " "}},
+            "facts.hub_revisions: Value error, the revision of ['popqa'] is empty",
+        ),
         ({"extra": 1}, "facts.extra"),
     ],
 )
 def test_main_rejects_bad_params_before_writing(tmp_path, change, key):
     out = tmp_path / "facts"
-    with pytest.raises(SystemExit, match=key.replace(".", r"\.")):
+    with pytest.raises(SystemExit, match=re.escape(key)):
         main(_params_file(tmp_path, **change), out)
     assert not out.exists()
 

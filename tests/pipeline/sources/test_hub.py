@@ -1,6 +1,9 @@
 """The Hub loaders on small local folders laid out like the real datasets, read through `datasets.load_dataset`."""
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -11,6 +14,7 @@ import pytest
 from pipeline.facts import build_facts
 from pipeline.params import FactsParams
 from pipeline.sources import hub
+from tests.hubstandin import HubStandin, hub_standin, publish
 
 POPQA_COLUMNS = (
     "id subj prop obj subj_id prop_id obj_id s_aliases o_aliases s_uri o_uri "
@@ -107,12 +111,16 @@ def hub_paths(tmp_path_factory) -> dict[str, str]:
     return {"nq_open": write_nq_open(root), "popqa": write_popqa(root), "faitheval": write_faitheval(root)}
 
 
+def _local(path: str) -> hub.Location:
+    return hub.locate("popqa", path, None)
+
+
 def _rows(frame: pl.DataFrame) -> dict[str, dict]:
     return {row["fact_id"]: row for row in frame.iter_rows(named=True)}
 
 
 def test_nq_open_keeps_short_answers_with_aliases(hub_paths, well_formed):
-    facts = hub.nq_open(hub_paths["nq_open"], limit=100)
+    facts = hub.nq_open(_local(hub_paths["nq_open"]), limit=100)
     well_formed(facts, "nq_open", {"open"})
     by_question = {row["question"]: row for row in _rows(facts).values()}
     assert set(by_question) == {
@@ -127,18 +135,18 @@ def test_nq_open_keeps_short_answers_with_aliases(hub_paths, well_formed):
     assert (lagos["answer"], lagos["answer_type"]) == ("15,388,000", "quantity")
     assert lagos["answer_aliases"] == ["15388000", "about fifteen million"]
     assert by_question["Who sang the theme song?"]["answer"] == "Jane Doe"
-    assert facts["fact_id"].equals(hub.nq_open(hub_paths["nq_open"], limit=100)["fact_id"])
+    assert facts["fact_id"].equals(hub.nq_open(_local(hub_paths["nq_open"]), limit=100)["fact_id"])
 
 
 def test_hub_limit_caps_the_rows_read(hub_paths):
-    assert hub.nq_open(hub_paths["nq_open"], limit=2).height == 2
-    assert hub.popqa(hub_paths["popqa"], limit=1).height == 1
+    assert hub.nq_open(_local(hub_paths["nq_open"]), limit=2).height == 2
+    assert hub.popqa(_local(hub_paths["popqa"]), limit=1).height == 1
 
 
 def test_popqa_decodes_json_aliases_and_names_relations(hub_paths, well_formed):
-    facts = _rows(hub.popqa(hub_paths["popqa"], limit=100))
+    facts = _rows(hub.popqa(_local(hub_paths["popqa"]), limit=100))
     well_formed(
-        hub.popqa(hub_paths["popqa"], limit=100),
+        hub.popqa(_local(hub_paths["popqa"]), limit=100),
         "popqa",
         {"occupation", "place_of_birth", "father", "capital", "country", "performer"},
     )
@@ -159,7 +167,7 @@ def test_popqa_decodes_json_aliases_and_names_relations(hub_paths, well_formed):
 
 
 def test_faitheval_takes_the_keyed_choice(hub_paths, well_formed):
-    facts = hub.faitheval(hub_paths["faitheval"], limit=100)
+    facts = hub.faitheval(_local(hub_paths["faitheval"]), limit=100)
     well_formed(facts, "faitheval", {"open"})
     rows = _rows(facts)
     assert set(rows) == {"faitheval:Mercury_7001", "faitheval:Mercury_7003"}
@@ -186,8 +194,70 @@ def test_unreadable_or_misshapen_sources_name_the_problem(tmp_path, hub_paths):
     empty = tmp_path / "no data"
     empty.mkdir()
     with pytest.raises(hub.HubSourceError, match=r"facts\.sources: popqa could not be read from .*no data"):
-        hub.popqa(str(empty), limit=10)
+        hub.popqa(_local(str(empty)), limit=10)
     with pytest.raises(hub.HubSourceError, match=r"Unknown split"):
-        hub.popqa(hub_paths["nq_open"], limit=10)
+        hub.popqa(_local(hub_paths["nq_open"]), limit=10)
     with pytest.raises(hub.HubSourceError, match=r"popqa at .* lacks the columns \['o_aliases', 'obj', 'possible"):
-        hub.popqa(hub_paths["faitheval"], limit=10)
+        hub.popqa(_local(hub_paths["faitheval"]), limit=10)
+
+
+def test_a_revision_is_refused_for_a_local_folder(hub_paths):
+    assert hub.locate("nq_open", hub_paths["nq_open"], None) == hub.Location(hub_paths["nq_open"], None)
+    with pytest.raises(hub.HubSourceError, match=r"facts\.hub_revisions\.nq_open: 'v1' names a Hub revision, but"):
+        hub.locate("nq_open", hub_paths["nq_open"], "v1")
+
+
+# build_facts in a child process: huggingface_hub reads HF_ENDPOINT (the stand-in) when it is imported.
+_BUILD = """
+import json, sys
+from pipeline.facts import build_facts, summarise
+from pipeline.params import FactsParams
+table = build_facts(FactsParams(**json.loads(sys.argv[1])), 5, hub_paths={"nq_open": sys.argv[2]})
+questions = [q for q, s in zip(table["question"].to_pylist(), table["source"].to_pylist()) if s == "nq_open"]
+print(json.dumps({"hub_sources": summarise(table)["hub_sources"], "questions": sorted(questions)}))
+"""
+
+
+def _build_from_hub(hub_: HubStandin, tmp_path: Path, repo: str, **revisions: str) -> subprocess.CompletedProcess:
+    params = {
+        "sources": ["elements", "nq_open"],
+        "synthetic_entities": 1,
+        "split_weights": {"train": 0.8, "validation": 0.1, "test": 0.1},
+        "hub_limit": 100,
+        "hub_revisions": revisions,
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env |= {"HF_ENDPOINT": hub_.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    cmd = [sys.executable, "-c", _BUILD, json.dumps(params), repo]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_hub_source_is_read_at_its_revision_and_the_commit_is_recorded(tmp_path):
+    """v1 holds the fixture's questions; main has one more since. Each build names the commit it read."""
+    folder = Path(write_nq_open(tmp_path))
+    repo = "acme/nq_open"
+    with hub_standin() as standin:
+        api = publish(standin, folder, repo, tag="v1")
+        shard = folder / "nq_open" / "train-00000-of-00001.parquet"
+        rows = pq.read_table(shard).to_pylist() + [{"question": "who built the ark", "answer": ["Noah"]}]
+        pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(shard)), shard)
+        api.upload_folder(folder_path=folder, repo_id=repo, repo_type="dataset")
+        v1, main = standin.resolve(repo, "v1"), standin.resolve(repo, "main")
+        assert v1 != main
+
+        built = {
+            name: _build_from_hub(standin, tmp_path / name, repo, **revision)
+            for name, revision in {"v1": {"nq_open": "v1"}, "sha": {"nq_open": v1}, "main": {}}.items()
+        }
+        missing = _build_from_hub(standin, tmp_path / "missing", repo, nq_open="v9")
+
+    read = {name: json.loads(result.stdout) for name, result in built.items() if not result.returncode}
+    assert set(read) == set(built), {name: result.stderr[-2000:] for name, result in built.items()}
+    assert read["v1"] == read["sha"]
+    assert read["v1"]["hub_sources"] == {"nq_open": {"path": repo, "commit": v1}}
+    assert read["main"]["hub_sources"] == {"nq_open": {"path": repo, "commit": main}}
+    assert set(read["main"]["questions"]) - set(read["v1"]["questions"]) == {"Who built the ark?"}
+    assert missing.returncode != 0
+    assert f"HubSourceError: facts.sources: nq_open could not be read from '{repo}' (RevisionNotFoundError" in (
+        missing.stderr
+    )
