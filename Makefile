@@ -11,19 +11,24 @@ export DVC_NO_ANALYTICS := 1
 HOST ?= 127.0.0.1
 PORT ?= 7860
 
-.PHONY: run test build serve lint
+# constraints.txt locks every distribution the two commands install (torch aside: TORCH above), so any machine
+# builds the same bytes from the same params and runs the tests on the versions they passed with; `make lock`
+# re-resolves it from pyproject.toml.
+LOCK := constraints.txt
+
+.PHONY: run test build serve lint lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.core: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+$(VENV)/.core: pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/pip install -q -c $(LOCK) -e .
 	touch $@
 
-$(VENV)/.dev: pyproject.toml | $(BIN)/python
+$(VENV)/.dev: pyproject.toml $(LOCK) | $(BIN)/python
 	$(BIN)/pip install -q '$(TORCH)' $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/pip install -q -e '.[train,dev,ray]'
+	$(BIN)/pip install -q -c $(LOCK) -e '.[train,dev,ray]'
 	touch $@ $(VENV)/.core
 
 # The stages run `python -m ...`: the virtualenv's bin goes first on PATH so they find its interpreter.
@@ -40,3 +45,17 @@ lint: $(VENV)/.dev
 
 test: lint
 	$(BIN)/pytest
+
+# A throwaway virtualenv resolves pyproject.toml afresh (newest releases within its bounds); its versions become the
+# lock. Run it to take up new releases, then `make test`.
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install -q --upgrade pip
+	.lock-venv/bin/pip install -q '$(TORCH)' $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	.lock-venv/bin/pip install -q -e '.[train,dev,ray]'
+	{ echo '# Every distribution `make run` and `make test` install, at the versions the tests passed with: make lock'; \
+	  echo '# writes this file (torch is the Makefile'"'"'s TORCH). pyproject.toml keeps lower bounds for other installs.'; \
+	  .lock-venv/bin/pip freeze --exclude-editable | grep -iv '^torch=='; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+	rm -rf .lock-venv
