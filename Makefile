@@ -11,9 +11,9 @@ export DVC_NO_ANALYTICS := 1
 HOST ?= 127.0.0.1
 PORT ?= 7860
 
-# constraints.txt locks every distribution the two commands install (torch aside: TORCH above), so any machine
-# builds the same bytes from the same params and runs the tests on the versions they passed with; `make lock`
-# re-resolves it from pyproject.toml.
+# constraints.txt locks every distribution the two commands install (torch and its CUDA runtime aside: TORCH
+# above), so any machine builds the same bytes from the same params and runs the tests on the versions they passed
+# with; `make lock` re-resolves it from pyproject.toml.
 LOCK := constraints.txt
 
 .PHONY: run test build serve lint lock
@@ -56,6 +56,7 @@ lock:
 	.lock-venv/bin/pip install -q -e '.[train,dev,ray]'
 	{ echo '# Every distribution `make run` and `make test` install, at the versions the tests passed with: make lock'; \
 	  echo '# writes this file (torch is the Makefile'"'"'s TORCH). pyproject.toml keeps lower bounds for other installs.'; \
-	  .lock-venv/bin/pip freeze --exclude-editable | grep -iv '^torch=='; } > $(LOCK).new
+	  .lock-venv/bin/pip freeze --exclude-editable > .lock-venv/freeze.txt && \
+	  grep -iEv '^(torch|triton|nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+)( *==| @)' .lock-venv/freeze.txt; } > $(LOCK).new
 	mv $(LOCK).new $(LOCK)
 	rm -rf .lock-venv

@@ -68,7 +68,7 @@ class FactsParams(_Section):
     def _revisions(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         if empty := sorted(name for name, revision in value.items() if not revision.strip()):
             raise ValueError(f"the revision of {empty} is empty; leave a source out to read its default branch")
-        if unread := sorted(set(value) - set(info.data.get("sources", ()))):
+        if "sources" in info.data and (unread := sorted(set(value) - set(info.data["sources"]))):
             raise ValueError(f"names {unread}, which facts.sources does not read")
         return value
 

@@ -105,7 +105,8 @@ def _check_validated(folder: Path, metrics: Path) -> None:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise PublishError(f"refusing to publish {folder}: {metrics} holds no validation results; {again}") from None
     if bound != file_sha256(folder / MANIFEST_NAME):
-        raise PublishError(f"refusing to publish {folder}: {metrics} is the validation of another build; {again}")
+        which = "another build" if bound else "no build it names (no manifest_sha256)"
+        raise PublishError(f"refusing to publish {folder}: {metrics} is the validation of {which}; {again}")
     if failed:
         raise PublishError(
             f"refusing to publish {folder}: it fails validation ({', '.join(failed)}: see {metrics}); rebuild it"

@@ -22,6 +22,7 @@ from pipeline.sources.common import FactRows, canonical_number, folded_aliases, 
 MAX_ANSWER_WORDS = 5
 NQ_OPEN, POPQA, FAITHEVAL = "nq_open", "akariasai/PopQA", "Salesforce/FaithEval-counterfactual-v1.0"
 DEFAULT_PATHS = {"nq_open": NQ_OPEN, "popqa": POPQA, "faitheval": FAITHEVAL}
+_COMMIT = re.compile(r"[0-9a-f]{40}")
 # PopQA relations whose objects are people or places; the others are inferred from the answer text.
 POPQA_TYPES = {
     **dict.fromkeys(("father", "mother", "director", "producer", "screenwriter", "composer", "author"), "person"),
@@ -52,8 +53,10 @@ def _unreadable(source: str, path: str, err: Exception) -> HubSourceError:
 
 
 def locate(source: str, path: str | None, revision: str | None) -> Location:
-    """The commit `revision` (a tag, branch or commit; None: the default branch) of the source's Hub dataset names
-    now. A local folder has no revision: one given for it is refused."""
+    """The repo and commit `revision` (a tag, branch or commit; None: the default branch) of the source's Hub dataset
+    names now: the repo by its full id (a legacy id such as `nq_open` is a redirect), a full commit sha as given, so
+    a pinned build also reads from the `datasets` cache offline. A local folder has no revision: one given for it is
+    refused."""
     path = path or DEFAULT_PATHS[source]
     if Path(path).is_dir():
         if revision is not None:
@@ -62,23 +65,32 @@ def locate(source: str, path: str | None, revision: str | None) -> Location:
                 f"local folder {path!r}"
             )
         return Location(path, None)
+    if revision is not None and _COMMIT.fullmatch(revision):
+        return Location(path, revision)
     # Imported here, as `datasets` is: the default build reads no Hub source.
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import HFValidationError, HTTPError
+    from huggingface_hub.errors import HFValidationError, HTTPError, RevisionNotFoundError
 
     try:
-        return Location(path, HfApi().dataset_info(path, revision=revision).sha)
+        info = HfApi().dataset_info(path, revision=revision)
+    except RevisionNotFoundError:
+        raise HubSourceError(
+            f"facts.hub_revisions.{source}: {path!r} has no revision {revision!r}; name one of its tags, branches "
+            "or commits"
+        ) from None
     except (HTTPError, HFValidationError, OSError) as err:
         raise _unreadable(source, path, err) from err
+    return Location(info.id, info.sha)
 
 
 def _rows(source: str, where: Location, split: str, limit: int, columns: set[str]) -> Iterable[dict]:
     # Imported here: `datasets` takes over a second to import and the default build never needs it.
     from datasets import load_dataset
+    from huggingface_hub.errors import HTTPError  # the transport's errors are no OSError
 
     try:
         rows = load_dataset(where.path, split=f"{split}[:{limit}]", revision=where.commit)
-    except (OSError, ValueError) as err:
+    except (HTTPError, OSError, ValueError) as err:
         raise _unreadable(source, where.path, err) from err
     missing = columns - set(rows.column_names)
     if missing:

@@ -160,3 +160,10 @@ def test_main_writes_the_stage_output(tmp_path):
     main(_params_file(tmp_path, **change), out)
     expected = build_facts(SMALL_FACTS.model_copy(update=change), SEED)
     assert pq.read_table(out / "facts.parquet").equals(expected)
+
+
+def test_a_bad_source_list_is_the_one_error_when_revisions_name_its_sources(tmp_path):
+    change = {"sources": ["geonames", "wikipedia", "popqa"], "hub_revisions": {"popqa": "v1"}}
+    with pytest.raises(SystemExit) as raised:
+        main(_params_file(tmp_path, **change), tmp_path / "facts")
+    assert "facts.sources.1: Input should be" in str(raised.value) and "hub_revisions" not in str(raised.value)

@@ -201,8 +201,10 @@ def test_unreadable_or_misshapen_sources_name_the_problem(tmp_path, hub_paths):
         hub.popqa(_local(hub_paths["faitheval"]), limit=10)
 
 
-def test_a_revision_is_refused_for_a_local_folder(hub_paths):
+def test_a_revision_is_refused_for_a_local_folder_and_a_full_commit_needs_no_lookup(hub_paths):
     assert hub.locate("nq_open", hub_paths["nq_open"], None) == hub.Location(hub_paths["nq_open"], None)
+    commit = "0123456789abcdef0123456789abcdef01234567"  # no Hub here: a lookup would fail
+    assert hub.locate("nq_open", "acme/nq_open", commit) == hub.Location("acme/nq_open", commit)
     with pytest.raises(hub.HubSourceError, match=r"facts\.hub_revisions\.nq_open: 'v1' names a Hub revision, but"):
         hub.locate("nq_open", hub_paths["nq_open"], "v1")
 
@@ -258,6 +260,4 @@ def test_a_hub_source_is_read_at_its_revision_and_the_commit_is_recorded(tmp_pat
     assert read["main"]["hub_sources"] == {"nq_open": {"path": repo, "commit": main}}
     assert set(read["main"]["questions"]) - set(read["v1"]["questions"]) == {"Who built the ark?"}
     assert missing.returncode != 0
-    assert f"HubSourceError: facts.sources: nq_open could not be read from '{repo}' (RevisionNotFoundError" in (
-        missing.stderr
-    )
+    assert f"HubSourceError: facts.hub_revisions.nq_open: '{repo}' has no revision 'v9'" in missing.stderr
