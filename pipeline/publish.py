@@ -74,15 +74,14 @@ def skip_reason(hub: HubParams, token: str | None) -> str | None:
 
 
 def folder_files(folder: Path, metrics: Path) -> list[Path]:
-    """The files to push, refused before any upload when the validate stage has not passed this build (`metrics`,
-    its output), a shard is not the build's (a truncated or changed file would be published as is) or a hidden
-    split's file holds a hidden column (the answers folder, its ground truth, lies beside the folder and is never
-    part of it)."""
+    """The files to push, refused before any upload when a shard is not the build's (a truncated or changed file
+    would be published as is), a hidden split's file holds a hidden column (the answers folder, its ground truth,
+    lies beside the folder and is never part of it) or the validate stage has not passed this build (`metrics`,
+    its output)."""
     try:
         manifest = read_manifest(folder)
     except ManifestError as err:
         raise PublishError(str(err)) from None
-    _check_validated(folder, metrics)
     problems, _ = check_files(folder, manifest.shards)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -92,6 +91,7 @@ def folder_files(folder: Path, metrics: Path) -> list[Path]:
     # only now: the files are the build's, so each hidden split's schema can be read
     if leaks := published_hidden_columns(folder, manifest):
         raise PublishError(f"refusing to publish the ground truth of a hidden split: {'; '.join(leaks)}")
+    _check_validated(folder, metrics)
     return sorted(path for path in folder.rglob("*") if path.is_file())
 
 

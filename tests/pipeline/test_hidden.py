@@ -369,7 +369,7 @@ def test_training_refuses_to_stream_the_hidden_split_naming_the_missing_columns(
 
 
 def test_publish_pushes_the_episodes_and_never_the_answers(hidden_build, tmp_path):
-    project = make_project(tmp_path, hidden_build[0])
+    project = make_project(tmp_path, *hidden_build)
     shutil.copytree(hidden_build[1], project / "data" / "answers")
     with hub_standin(token=TOKEN) as hub:
         result = run_publish(project, hub.endpoint)
@@ -387,7 +387,7 @@ def test_publish_pushes_the_episodes_and_never_the_answers(hidden_build, tmp_pat
 
 
 def test_publish_refuses_a_hidden_split_file_with_hidden_columns(hidden_build, tmp_path):
-    project = make_project(tmp_path, hidden_build[0])
+    project = make_project(tmp_path, *hidden_build)
     episodes = project / "data" / "episodes"
     path = "data/test-00000-of-00001.parquet"
     pq.write_table(joined(episodes, hidden_build[1], path), episodes / path)
