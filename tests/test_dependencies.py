@@ -1,9 +1,10 @@
 """Dependency hygiene: pip-audit over the locked dependencies, with a documented allow-list.
 
 In the suite (offline): the allow-list is well formed and every entry says why; pip-audit collects the
-image's locked dependencies (requirements-serve.txt plus openenv, as the Dockerfile installs them) in a
-dry run; and a report is judged right: an unaudited dependency, a vulnerability the allow-list does not
-accept, or an accepted one no longer reported, each fails. The audit itself needs PyPI's per-version JSON
+image's locked dependencies (requirements-serve.txt plus openenv, as the Dockerfile installs them) and the
+project's lock (constraints.txt, what `make run` and `make test` install) in a dry run; and a report is judged
+right: an unaudited dependency, a vulnerability the allow-list does not accept, or an accepted one no longer
+reported, each fails. The audit itself needs PyPI's per-version JSON
 API, so it runs on demand or as a CI step, not in every test run:
 
     .venv/bin/python -m tests.test_dependencies    # exit 1 on any finding, with one line per finding
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWLIST = ROOT / "audit-allowlist.toml"
 SERVE_LOCK = ROOT / "requirements-serve.txt"
+LOCK = ROOT / "constraints.txt"
 IMAGE_NO_DEPS = ("openenv==0.10.0",)  # the Dockerfile's `pip install --no-deps` line
 PIP_AUDIT = Path(sys.executable).with_name("pip-audit")
 EDITABLE = "distribution marked as editable"  # this project itself, in a development install
@@ -52,7 +54,7 @@ def audit_commands(folder: Path) -> dict[str, list[str]]:
     common = ["--format", "json", "--progress-spinner", "off"]
     return {
         "image": [str(PIP_AUDIT), "-r", str(image_lock(folder)), "--no-deps", "--disable-pip", *common],
-        "environment": [str(PIP_AUDIT), "--skip-editable", *common],
+        "lock": [str(PIP_AUDIT), "-r", str(LOCK), "--no-deps", "--disable-pip", *common],
     }
 
 
@@ -86,12 +88,14 @@ def test_allow_list_entries_name_the_package_and_say_why(tmp_path):
         allow_list(bad)
 
 
-def test_pip_audit_collects_every_locked_dependency_of_the_image(tmp_path):
-    command = audit_commands(tmp_path)["image"]
+@pytest.mark.parametrize(("name", "least"), [("image", 14), ("lock", 200)])
+def test_pip_audit_collects_every_locked_dependency(tmp_path, name, least):
+    command = audit_commands(tmp_path)[name]
     done = subprocess.run([*command, "--dry-run"], capture_output=True, text=True, timeout=120)
-    pins = [line for line in (tmp_path / "image-requirements.txt").read_text().splitlines() if "==" in line]
+    locked = Path(command[command.index("-r") + 1]).read_text().splitlines()
+    pins = [line for line in locked if "==" in line and not line.startswith("#")]
     assert done.returncode == 0, done.stderr
-    assert f"would have audited {len(pins)} packages" in done.stderr and len(pins) >= 14
+    assert f"would have audited {len(pins)} packages" in done.stderr and len(pins) >= least
 
 
 def test_an_audit_report_fails_on_unaudited_unaccepted_and_stale_entries():
