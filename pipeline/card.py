@@ -207,6 +207,15 @@ def _example(kind: str, row: dict) -> str:
     )
 
 
+def _read_at(where: dict[str, str | None] | None) -> str:
+    """Where a Hub source's facts were read: the repo at its commit, or a local copy (whose path is the builder's)."""
+    if where is None:
+        return ""
+    if where["commit"] is None:
+        return ", read from a local copy"
+    return f", read from `{where['path']}` at commit `{where['commit']}`"
+
+
 def render_card(
     manifest: Manifest, tasks: Counter, sources: Counter, examples: dict[str, dict], audit: str = ""
 ) -> str:
@@ -227,7 +236,8 @@ def render_card(
         for f in EPISODE_SCHEMA
     ]
     source_rows = [
-        f"| {name} | {what} | {licence_} | {sources.get(name, 0):,} |" for name, (what, licence_, _) in SOURCES.items()
+        f"| {name} | {what}{_read_at(manifest.hub_sources.get(name))} | {licence_} | {sources.get(name, 0):,} |"
+        for name, (what, licence_, _) in SOURCES.items()
     ]
     versions = ", ".join(f"{name} {v}" for name, v in sorted(manifest.versions.items())) or "not recorded"
     size = sum(s.bytes for s in manifest.shards)

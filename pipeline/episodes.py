@@ -56,6 +56,7 @@ from pipeline.schema import (
     Manifest,
     ShardInfo,
     SplitInfo,
+    hub_sources,
 )
 from pipeline.writer import (
     MANIFEST_NAME,
@@ -462,6 +463,7 @@ def build_episodes(
             versions={name: version(name) for name in ("numpy", "polars", "pyarrow", "faker")},
             hidden_splits=hidden,
             answers_sha256=answers_sha256,
+            hub_sources=hub_sources(facts.schema.metadata),
         )
         write_manifest(root, manifest)
         from pipeline.card import write_card  # here, not at the top: workers import this module (duckdb, 0.1 s)

@@ -31,15 +31,13 @@ from pipeline.params import (
     stage_parser,
 )
 from pipeline.pools import build_pools, pools_metadata
-from pipeline.schema import FACT_SCHEMA, SPLITS
+from pipeline.schema import FACT_SCHEMA, HUB_SOURCES_KEY, SPLITS, hub_sources
 from pipeline.sources import elements, geonames, hub, synthetic
 from pipeline.writer import OutputError, output_folder
 
 log = logging.getLogger(__name__)
 OUT_DIR = Path("data/facts")
 SUMMARY_KEYS = ("source", "split", "answer_type", "relation")
-
-HUB_SOURCES_KEY = b"hub_sources"  # facts.parquet metadata: where each Hub source was read (path, commit)
 
 Loader = Callable[[FactsParams, int, Mapping[str, hub.Location]], pl.DataFrame]
 LOADERS: dict[str, Loader] = {
@@ -120,7 +118,7 @@ def summarise(table: pa.Table) -> dict:
     """Counts per source, split, answer type and relation, and where each Hub source was read (path, commit)."""
     frame = pl.from_arrow(table)
     counts = {key: dict(sorted(frame.group_by(key).len().iter_rows())) for key in SUMMARY_KEYS}
-    hubs = json.loads((table.schema.metadata or {}).get(HUB_SOURCES_KEY, b"{}"))
+    hubs = hub_sources(table.schema.metadata)
     by = {f"by_{key}": value for key, value in counts.items()}
     return {"facts": table.num_rows, **by, **({"hub_sources": hubs} if hubs else {})}
 

@@ -5,6 +5,8 @@ Schema version 1 (DESIGN §3). `reward_api` and `train` import from here; nothin
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -82,6 +84,14 @@ FACT_SCHEMA = pa.schema(
     ]
 )
 
+# facts.parquet metadata: where each Hub source was read, {source: {"path": repo id or folder, "commit": sha or null}}
+HUB_SOURCES_KEY = b"hub_sources"
+
+
+def hub_sources(metadata: Mapping[bytes, bytes] | None) -> dict[str, dict[str, str | None]]:
+    """Where a facts table's Hub sources were read (HUB_SOURCES_KEY); {} when it read none."""
+    return json.loads((metadata or {}).get(HUB_SOURCES_KEY, b"{}"))
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -120,6 +130,10 @@ class Manifest(_Frozen):
     )
     answers_sha256: str | None = Field(
         None, description="sha256 of the answers folder's manifest.json: binds the hidden splits' ground truth"
+    )
+    hub_sources: dict[str, dict[str, str | None]] = Field(
+        default_factory=dict,
+        description="Facts read from the Hub: the repo (or local folder) and commit of each such source",
     )
 
     def foreign_versions(self) -> str | None:

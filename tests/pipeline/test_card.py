@@ -158,3 +158,18 @@ def test_an_audit_section_goes_before_the_sources(folder, tmp_path):
         text.replace(text[text.index("## Shortcut audit") : text.index("## Sources")], "")
         == (folder / CARD_NAME).read_text()
     )
+
+
+def test_a_hub_source_is_cited_at_the_commit_its_facts_were_read(folder, tmp_path):
+    root = tmp_path / "episodes"
+    shutil.copytree(folder, root)
+    manifest = Manifest.model_validate_json((root / MANIFEST_NAME).read_text())
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    where = {"popqa": {"path": "akariasai/PopQA", "commit": commit}, "nq_open": {"path": "/data/nq", "commit": None}}
+    write_card(root, manifest.model_copy(update={"hub_sources": where}))
+    rows = {
+        line.split(" | ")[0]: line for line in (root / CARD_NAME).read_text().splitlines() if line.startswith("| ")
+    }
+    assert f"PopQA (`akariasai/PopQA`), read from `akariasai/PopQA` at commit `{commit}` |" in rows["| popqa"]
+    assert "(`nq_open`), read from a local copy |" in rows["| nq_open"] and "/data/nq" not in rows["| nq_open"]
+    assert "read from" not in rows["| faitheval"] + rows["| geonames"]

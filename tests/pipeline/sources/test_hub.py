@@ -11,8 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.facts import build_facts
-from pipeline.params import FactsParams
+from pipeline.episodes import build_episodes
+from pipeline.facts import build_facts, write_facts
+from pipeline.params import EpisodesParams, FactsParams
 from pipeline.sources import hub
 from tests.hubstandin import HubStandin, hub_standin, publish
 
@@ -188,6 +189,21 @@ def test_build_with_every_source(hub_paths):
     france = table.filter(pl.col("question") == "What is the capital of France?")
     assert france["fact_id"].to_list() == ["geonames:capital:FR"]
     assert table.equals(pl.from_arrow(build_facts(params, 5, hub_paths=hub_paths)))
+
+
+def test_the_manifest_records_where_the_hub_sources_were_read(hub_paths, tmp_path):
+    params = FactsParams(
+        sources=["elements", "synthetic", "nq_open", "popqa"],
+        synthetic_entities=20,
+        split_weights={"train": 0.8, "validation": 0.1, "test": 0.1},
+        hub_limit=100,
+    )
+    write_facts(build_facts(params, 5, hub_paths=hub_paths), tmp_path / "facts")
+    episodes = EpisodesParams(train=64, validation=16, test=16, workers=1, shard_rows=64, row_group_rows=16)
+    manifest = build_episodes(tmp_path / "facts", tmp_path / "episodes", episodes, 5)
+    local = {name: {"path": hub_paths[name], "commit": None} for name in ("nq_open", "popqa")}
+    assert manifest.hub_sources == local
+    assert json.loads((tmp_path / "facts" / "summary.json").read_text())["hub_sources"] == local
 
 
 def test_unreadable_or_misshapen_sources_name_the_problem(tmp_path, hub_paths):
