@@ -240,10 +240,12 @@ FRAMES = (
 )
 # Corroborating sentences of two kinds: the record has stood since (STANDING) and another check agrees (CHECKS). A
 # document with two takes one of each, in a drawn order, so it never says the same thing twice; one citing a report
-# of LAST_CITED_YEAR has had no later release and nothing to be consistent since (STANDING_NOW).
+# of LAST_CITED_YEAR has had no later release and nothing to be consistent since (STANDING_NOW). A standing record
+# names no year of its own (two clean documents would date the same body's record differently) and holds the value
+# as an entry: "repeat Virginia Wolfe" would read as quoting her.
 STANDING = (
-    "Later releases of the {report} repeat {v} without revision.",
-    "The {body} has cited {v} consistently since {year}.",
+    "Later releases of the {report} repeat this entry ({v}) without revision.",
+    "The {body} has kept the same entry ({v}) in every edition since that {report}.",
     "No subsequent revision by the {body} has changed this entry ({v}).",
 )
 STANDING_NOW = ("No subsequent revision by the {body} has changed this entry ({v}).",)
@@ -297,8 +299,8 @@ FILLERS = {
         # True of someone born in 1938 too: nothing says the person still works.
         "Former colleagues have described {s} as methodical and hard-working.",
         "{s} has given interviews to regional newspapers.",
-        "Public records about {s} are limited but consistent.",
-        "{s} has kept a low profile outside professional circles.",
+        "Public records about {s} are limited.",  # not "but consistent": the documents report older claims
+        "{s} is little known outside professional circles.",  # beside "has given interviews to regional newspapers"
         "A short biography of {s} appears in a regional directory.",
     ),
     "company": (
@@ -365,7 +367,7 @@ TITLES = {
         "Registry entry: {s}",
         "{s} ({src})",
         "Data sheet: {s}",
-        "{Label}: {s}",
+        "{Label} record for {s}",  # not "Capital: Latvia", which reads as if Latvia were the capital
         "{s}: key data",
         "Lookup: {s}",
     ),
@@ -467,8 +469,8 @@ _SCIENCE = (
     "Institute of Materials Science",
     "National Standards Laboratory",
     "Council on Chemical Education",
-    "Royal Society of Record Keepers",
-    "National Archives Service",
+    "International Committee on Atomic Data",
+    "Periodic Table Data Council",
 )
 _GENERAL = (
     *_RECORDS,
@@ -501,17 +503,19 @@ BODIES = {  # keyed like FILLERS (a document's domain)
     ),
     "element": _SCIENCE,
     "symbol": _SCIENCE,
-    "person": (
+    "person": (  # biographical bodies: no statistics bureau names a person's employer
         *_RECORDS,
-        *_STATISTICS,
         "Bureau of Civil Records",
         "Registrar General's Office",
         "Royal Society of Record Keepers",
         "Biographical Records Council",
-        "National Population Register",
         "Biographical Dictionary Board",
         "Council of Professional Registers",
         "Office of Personal Records",
+        "Biographical Archive Trust",
+        "Register of Professional Biographies",
+        "Who's Who Editorial Board",
+        "Office of Public Profiles",
     ),
     "company": (
         *_RECORDS,

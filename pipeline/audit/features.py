@@ -58,7 +58,7 @@ _SOURCE_NAMES = [name for names in documents.SOURCES.values() for name in names]
 _BODY_NAMES = list(dict.fromkeys(name for names in documents.BODIES.values() for name in names))
 _FRAMES = [_pattern(t) for t in documents.FRAMES]
 _CORROBORATIONS = "|".join(f"(?:{_pattern(t)})" for t in documents.CORROBORATIONS)
-_CITED = r"\b\d{4} (?:" + "|".join(documents.REPORTS) + r")\b|consistently since \d{4}"
+_CITED = r"\b\d{4} (?:" + "|".join(documents.REPORTS) + r")\b"
 _NUMBER = r"\d[\d,]*(?:\.\d+)?"
 CATEGORICAL = ("sentences", "doc_id", "frame", "corroborations", "source", "body", "claim_decimal", "claim_comma")
 

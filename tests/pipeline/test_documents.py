@@ -10,8 +10,8 @@ from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
 
-# A cited year: "... in its 2011 survey", "... consistently since 2011" (the year in group 1 or 2).
-CITED = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b|consistently since (\d{4})"
+# A cited year: "... in its 2011 survey" (the year in group 1).
+CITED = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b"
 
 SEED = 99
 
@@ -138,7 +138,7 @@ def test_a_document_never_corroborates_twice_in_the_same_way(docs):
     assert docs["content"].str.contains(f" {last} ").sum() > 100
     assert not docs.filter(
         pl.col("content").str.contains(f" {last} ")
-        & pl.col("content").str.contains("Later releases of the|consistently since")
+        & pl.col("content").str.contains("Later releases of the|in every edition since")
     ).height
 
 
@@ -278,7 +278,7 @@ def test_every_report_reads_right_in_every_sentence_naming_it():
 def test_a_count_is_never_cited_as_a_year():
     """A corrupt document claiming 2,130 employees where 2,000 is true once cited a "2000 review": the true count."""
     texts = _rendered("employees", "Moore Foods", "2,130", "1,990", answer="2,000", n=3000)
-    years = {int(a or b) for text in texts for a, b in re.findall(CITED, text)}
+    years = {int(y) for text in texts for y in re.findall(CITED, text)}
     assert not years & {2000, 2130, 1990} and len(years) > 20
 
 
@@ -297,7 +297,7 @@ def test_a_year_is_cited_from_a_report_after_every_year_the_document_names(answe
     LAST_CITED_YEAR (so a 2024 founding still has later reports to cite). The answer a corrupt document does not name
     neither bounds it (that would show the truth) nor is cited."""
     texts = _rendered("founded_year", "Moore Foods", claim, decoy, answer)
-    years = {int(a or b) for text in texts for a, b in re.findall(CITED, text)}
+    years = {int(y) for text in texts for y in re.findall(CITED, text)}
     latest = max(int(claim), int(decoy))
     assert years == set(range(latest + 1, documents.LAST_CITED_YEAR + 1)) - {int(answer)}
 
@@ -309,7 +309,7 @@ def test_a_real_world_fact_is_cited_from_its_datas_time_on(relation):
     """Estonia's euro (2011) is not quoted from a 1994 bulletin: the real-world relations (CITED_SINCE) cite their
     years to LAST_CITED_YEAR, the fictional ones FIRST_CITED_YEAR's CITED_YEARS."""
     texts = _rendered(relation, "Estonia", "Euro", "Australian Dollar")
-    years = {int(a or b) for text in texts for a, b in re.findall(CITED, text)}
+    years = {int(y) for text in texts for y in re.findall(CITED, text)}
     first = documents.CITED_SINCE.get(relation)
     last = documents.LAST_CITED_YEAR if first else documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1
     assert years == set(range(first or documents.FIRST_CITED_YEAR, last + 1))
@@ -336,7 +336,7 @@ def test_a_lower_case_value_never_opens_a_sentence():
 def test_a_fact_changed_since_its_data_is_cited_from_the_change_on():
     """Bulgaria's euro (2026) is quoted from no 2024 bulletin, though other currencies are."""
     texts = _rendered("currency", "Bulgaria", "Euro", "Bulgarian Lev", fact_id="geonames:currency:BG")
-    assert {int(a or b) for text in texts for a, b in re.findall(CITED, text)} == {2026}
+    assert {int(y) for text in texts for y in re.findall(CITED, text)} == {2026}
 
 
 def test_no_cited_year_gives_a_fictional_entitys_other_facts_away(docs, facts_dir):
@@ -360,7 +360,7 @@ def test_cited_years_of_year_documents_follow_every_year_their_episode_names(doc
     assert year.height > 100
     for _, episode in year.group_by("episode_id"):
         contents = episode["content"].to_list()
-        cited = {int(a or b) for content in contents for a, b in re.findall(CITED, content)}
+        cited = {int(y) for content in contents for y in re.findall(CITED, content)}
         named = {int(y) for content in contents for y in re.findall(r"\b\d{4}\b", re.sub(CITED, "", content))}
         assert cited and min(cited) > max(named), contents
 
@@ -368,7 +368,7 @@ def test_cited_years_of_year_documents_follow_every_year_their_episode_names(doc
 def test_no_document_cites_a_year_its_episode_claims_or_denies(docs):
     for _, episode in docs.group_by("episode_id"):
         values = {v.replace(",", "") for v in episode["claim"].to_list()}
-        cited = {a or b for content in episode["content"].to_list() for a, b in re.findall(CITED, content)}
+        cited = {y for content in episode["content"].to_list() for y in re.findall(CITED, content)}
         assert not cited & values, (cited & values, episode["episode_id"][0])
 
 
