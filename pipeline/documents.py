@@ -252,6 +252,7 @@ STANDING_NOW = ("No subsequent revision by the {body} has changed this entry ({v
 CHECKS = (
     "Independent reviewers who examined data from the {body} reached the same result: {v}.",
     "Cross-checks against archival records also point to {v}.",
+    "Other reference works consulted for this entry agree: {v}.",
 )
 CORROBORATIONS = STANDING + CHECKS
 FILLERS = {
@@ -264,6 +265,12 @@ FILLERS = {
         "Official statistics on {s} are published at regular intervals.",
         "Travel guides describe the places worth seeing in {s}.",
         "The culture of {s} reflects a mix of local and outside influences.",
+        "Maps of {s} are available from several national and international sources.",
+        "Reference works give an overview of the people and places of {s}.",
+        "Encyclopedias give {s} a separate entry.",
+        "Visitors to {s} often consult guidebooks before travelling.",
+        "The climate of {s} shapes daily life there.",
+        "International agencies report news from {s} from time to time.",
     ),
     "city": (
         "{s} has changed a great deal over the past century.",
@@ -273,6 +280,12 @@ FILLERS = {
         "{s} attracts visitors throughout the year.",
         "Local government in {s} publishes regular planning reports.",
         "Schools, libraries and clinics serve the people of {s}.",  # of a town or of Lahore
+        "{s} is home to a variety of neighbourhoods.",
+        "Public transport serves many parts of {s}.",
+        "Local newspapers report on life in {s}.",
+        "{s} hosts events that draw people from nearby towns.",
+        "Maps of {s} show its main roads and landmarks.",
+        "The economy of {s} draws on trade and services.",
     ),
     "element": (
         "{s} is one of the chemical elements of the periodic table.",
@@ -283,6 +296,12 @@ FILLERS = {
         "The place of {s} in the periodic table follows from its electron structure.",
         "The discovery of {s} is covered in histories of chemistry.",
         "Handbooks of chemistry list what is known about {s}.",
+        "Every atom of {s} has the same number of protons.",
+        "Periodic table posters show {s} with its symbol.",
+        "Introductory chemistry courses mention {s} when they cover the periodic table.",
+        "The name {s} is recognised by chemists worldwide.",
+        "Chemists and physicists have studied {s} in laboratories.",
+        "Reference tables give the properties of {s}, measured or predicted.",
     ),
     "symbol": (  # about a symbol (Pt), never naming the element
         "The symbol {s} appears in every modern periodic table.",
@@ -292,6 +311,12 @@ FILLERS = {
         "Chemistry students learn {s} along with the other element symbols.",
         "The symbol {s} is one of the standard one- or two-letter chemical symbols.",
         "Textbooks list {s} among the symbols of the chemical elements.",
+        "The symbol {s} is used in chemical notation around the world.",
+        "The symbol {s} is written the same way in every language.",
+        "Printed periodic tables give {s} a cell of its own.",
+        "Chemistry exams expect students to recognise the symbol {s}.",
+        "The symbol {s} follows the international rules for naming elements.",
+        "Reference charts list {s} next to its atomic number.",
     ),
     "person": (
         "{s} has been mentioned in several local profiles.",
@@ -302,6 +327,12 @@ FILLERS = {
         "Public records about {s} are limited.",  # not "but consistent": the documents report older claims
         "{s} is little known outside professional circles.",  # beside "has given interviews to regional newspapers"
         "A short biography of {s} appears in a regional directory.",
+        "{s} is listed in at least one professional directory.",
+        "Few photographs of {s} have been published.",
+        "Some details of the life of {s} appear in local archives.",
+        "{s} is occasionally mentioned in trade publications.",
+        "Information about {s} comes mostly from public registers.",
+        "{s} rarely appears in national media.",
     ),
     "company": (
         "{s} operates in a competitive market.",
@@ -312,6 +343,12 @@ FILLERS = {
         "Most customers know {s} through its own website.",
         "Trade publications have covered {s} on several occasions.",
         "{s} describes itself as a growing business.",
+        "{s} keeps a public listing with its contact details.",
+        "Customer reviews of {s} are mixed.",
+        "{s} has appeared in local business news.",
+        "The management of {s} rarely speaks to the press.",
+        "{s} files its statutory records with the business registry.",
+        "Suppliers and clients of {s} are mostly in its home region.",
     ),
     "subject": (
         "{s} is covered in a number of reference works.",
@@ -321,6 +358,12 @@ FILLERS = {
         "Summaries of {s} tend to agree on the main points.",
         "Readers often look up {s} in online references.",
         "Background material on {s} is easy to find.",
+        "Encyclopedias and dictionaries mention {s}.",
+        "{s} has been written about in several places.",
+        "Articles about {s} can be found in libraries and online.",
+        "Accounts of {s} vary in how much detail they give.",
+        "{s} comes up in discussions among enthusiasts.",
+        "Details about {s} are collected in several databases.",
     ),
     "question": (
         "This question comes up regularly in quizzes and trivia collections.",
@@ -330,6 +373,12 @@ FILLERS = {
         "Quiz books usually include this question in their general section.",
         "The question is simple to ask but often answered carelessly.",
         "Teachers sometimes use this question in class exercises.",
+        "The answer can be checked against more than one source.",
+        "Several websites address this question directly.",
+        "People often search for this online.",
+        "The question appears in a number of study guides.",
+        "Reference librarians are asked this from time to time.",
+        "Most general encyclopedias settle this question.",
     ),
 }
 # How a source of each genre (the keys of SOURCES) may open a document; about half of the documents do.
@@ -864,9 +913,7 @@ def _content(batch: Batch, genre: np.ndarray, latest: np.ndarray) -> list[tuple[
     corroborations = np.minimum(_index(u[:, U.CORROBORATIONS], 3), sentences - 1)
     fillers = sentences - 1 - corroborations
     lead = (u[:, U.LEAD] < 0.5) & (fillers > 0)
-    filler = [
-        _FILLERS.distinct(batch.domain, u[:, U.FILLER_START], u[:, U.FILLER_STEP], j, j < fillers) for j in range(3)
-    ]
+    filler = _fillers(batch, fillers)
     opener = _OPENERS.pick(genre, u[:, U.OPENER] * 2, u[:, U.OPENER] < 0.5)
     segments = [(_OPENERS.pieces, opener), (_FILLERS.pieces, np.where(lead, filler[0], 0)), _spaces(lead)]
     segments += [(_FRAMES.head, frame)]
@@ -882,6 +929,18 @@ def _content(batch: Batch, genre: np.ndarray, latest: np.ndarray) -> list[tuple[
     for j in (1, 2):
         segments += [_spaces(j < fillers), (_FILLERS.pieces, filler[j])]
     return segments
+
+
+def _fillers(batch: Batch, fillers: np.ndarray) -> list[np.ndarray]:
+    """Each document's j-th filler (j < 3; the empty template past its `fillers`), all different within an episode
+    while its domain has enough (13 of them for about 9 in an episode): the documents take the next sentences of one
+    walk over the domain's fillers, whose start and step the episode's first document draws. Eight outlets that each
+    wrote "Busan has changed a great deal over the past century" would read as one."""
+    first = batch.u[::NUM_DOCS]
+    start, step = (np.repeat(first[:, column], NUM_DOCS) for column in (U.FILLER_START, U.FILLER_STEP))
+    counts = fillers.reshape(-1, NUM_DOCS)
+    before = (np.cumsum(counts, axis=1) - counts).ravel()
+    return [_FILLERS.distinct(batch.domain, start, step, before + j, j < fillers) for j in range(3)]
 
 
 def _clause(batch: Batch, which: np.ndarray, named: Sequence[np.ndarray]) -> np.ndarray:

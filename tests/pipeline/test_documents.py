@@ -462,3 +462,19 @@ def test_a_city_named_city_is_not_called_the_city_of_itself():
     titles = [text.split("\n")[0] for text in _rendered("city_country", "Korhogo", "Mali", "Chad")]
     assert not any(re.search(r"\b[Cc]ountry\b", title) for title in titles)
     assert any(title.startswith("Location") for title in titles)
+
+
+def test_an_episode_repeats_no_filler_while_its_domain_has_more(docs):
+    """Eight outlets do not each write the same background sentence: an episode's fillers all differ while its
+    domain has enough of them (13 each, for about 9 an episode)."""
+    assert {len(family) for family in documents.FILLERS.values()} == {13}
+    found: dict[int, list[str]] = {}
+    for episode, relation, subject, content in docs.select("episode_id", "relation", "subject", "content").iter_rows():
+        family = documents.FILLERS[documents.DOMAINS[relation]]
+        text = content.lower()
+        for template in family:
+            found.setdefault(episode, []).extend([template] * text.count(template.replace("{s}", subject).lower()))
+    fits = [fillers for fillers in found.values() if len(fillers) <= 13]
+    assert len(fits) > 3000 and sum(len(fillers) for fillers in fits) > 25_000
+    assert all(len(set(fillers)) == len(fillers) for fillers in fits)
+    assert all(len(set(fillers)) == 13 for fillers in found.values() if len(fillers) > 13)
