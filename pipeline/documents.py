@@ -249,10 +249,10 @@ STANDING = (
     "No subsequent revision by the {body} has changed this entry ({v}).",
 )
 STANDING_NOW = ("No subsequent revision by the {body} has changed this entry ({v}).",)
-CHECKS = (
+CHECKS = (  # each names the document's body or report: clean documents share the value, not the sentence
     "Independent reviewers who examined data from the {body} reached the same result: {v}.",
-    "Cross-checks against archival records also point to {v}.",
-    "Other reference works consulted for this entry agree: {v}.",
+    "Cross-checks against the archives of the {body} also point to {v}.",
+    "Other sources consulted alongside the {report} agree: {v}.",
 )
 CORROBORATIONS = STANDING + CHECKS
 FILLERS = {

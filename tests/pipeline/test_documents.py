@@ -1,4 +1,5 @@
 import re
+from collections import Counter
 
 import numpy as np
 import polars as pl
@@ -478,3 +479,15 @@ def test_an_episode_repeats_no_filler_while_its_domain_has_more(docs):
     assert len(fits) > 3000 and sum(len(fillers) for fillers in fits) > 25_000
     assert all(len(set(fillers)) == len(fillers) for fillers in fits)
     assert all(len(set(fillers)) == 13 for fillers in found.values() if len(fillers) > 13)
+
+
+def test_few_documents_share_a_sentence_with_another_of_their_episode(docs):
+    """Clean documents agree on the value, in their own words: a corroboration names its document's body or report,
+    fillers walk the domain's sentences. What is left is an opener two outlets of a genre share ("Quick post
+    today."): 7% of documents, where 63% shared a sentence before."""
+    shared = 0
+    for contents in docs.group_by("episode_id").agg("content")["content"].to_list():
+        sentences = [set(re.split(r"(?<=[.;]) ", content)) for content in contents]
+        count = Counter(sentence for own in sentences for sentence in own)
+        shared += sum(any(count[sentence] > 1 for sentence in own) for own in sentences)
+    assert shared / docs.height < 0.12
