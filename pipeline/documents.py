@@ -390,7 +390,7 @@ OPENERS = {
     "forum": ("Posted by a member: ", "Reply: ", "Answering the thread above: "),
 }
 # Title styles by source genre (the keys of SOURCES), plus one for facts known only by their question. An episode's
-# documents never share a title (`_titles`): each genre has a prime number of styles, at least its sources (7 >= 6),
+# documents never share a title (`_walk`): each genre has a prime number of styles, at least its sources (7 >= 6),
 # and the question's at least NUM_DOCS (11 >= 8).
 TITLES = {
     "encyclopedia": (
@@ -856,7 +856,7 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     }
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = _SOURCE_GENRE[source]
-    title = _titles(np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, genre), u[:, U.TITLE])
+    title = _walk(_TITLES, np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, genre), u[:, U.TITLE])
     segments = _content(batch, genre, year == LAST_CITED_YEAR)
     content = _one_stop(_concat(stacked, segments), (batch.about["s"], batch.claim, batch.decoy))
     return _concat(stacked, [(_TITLES.pieces, title)]), content
@@ -889,16 +889,18 @@ def _sources(u: np.ndarray) -> np.ndarray:
     return source.ravel()
 
 
-def _titles(family: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Each document's title style, all different within an episode: the documents of a family (a genre) take
-    distinct styles of it, the start and step drawn by the family's first document in the episode."""
+def _walk(templates: Templates, family: np.ndarray, u: np.ndarray, taking: np.ndarray | bool = True) -> np.ndarray:
+    """Each document's template of its family (the empty one where it is not `taking` one), all different within an
+    episode while the family has enough: the documents of a family that take one walk its templates, the start drawn
+    by the first of them and the step from the digits that start leaves unused (independent of its pick)."""
     family = family.reshape(-1, NUM_DOCS)
-    same = family[:, :, None] == family[:, None, :]  # [e, d, j]: documents d and j of episode e share a family
-    first = np.argmax(same, axis=2)
-    nth = np.tril(same, -1).sum(axis=2)  # how many documents before d share its family
+    taking = np.broadcast_to(taking, u.shape).reshape(-1, NUM_DOCS)
+    same = (family[:, :, None] == family[:, None, :]) & taking[:, None, :]  # [e, d, j]: j takes one of d's family
+    first = np.argmax(same | np.eye(NUM_DOCS, dtype=bool), axis=2)
+    nth = np.tril(same, -1).sum(axis=2)  # how many documents before d take one of its family
     start = np.take_along_axis(u.reshape(-1, NUM_DOCS), first, axis=1)
-    step = np.modf(start * _TITLES.count[family])[0]  # the digits start leaves unused: independent of its pick
-    return _TITLES.distinct(family, start, step, nth, True).ravel()
+    step = np.modf(start * templates.count[family])[0]
+    return templates.distinct(family, start, step, nth, taking).ravel()
 
 
 def _content(batch: Batch, genre: np.ndarray, latest: np.ndarray) -> list[tuple[Pieces, np.ndarray]]:
@@ -914,7 +916,7 @@ def _content(batch: Batch, genre: np.ndarray, latest: np.ndarray) -> list[tuple[
     fillers = sentences - 1 - corroborations
     lead = (u[:, U.LEAD] < 0.5) & (fillers > 0)
     filler = _fillers(batch, fillers)
-    opener = _OPENERS.pick(genre, u[:, U.OPENER] * 2, u[:, U.OPENER] < 0.5)
+    opener = _walk(_OPENERS, genre, u[:, U.OPENER] * 2, u[:, U.OPENER] < 0.5)  # two outlets of a genre open apart
     segments = [(_OPENERS.pieces, opener), (_FILLERS.pieces, np.where(lead, filler[0], 0)), _spaces(lead)]
     segments += [(_FRAMES.head, frame)]
     named = [values.str.contains(_NAME_START).fill_null(False).to_numpy() for values in (batch.claim, batch.decoy)]

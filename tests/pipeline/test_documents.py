@@ -146,7 +146,7 @@ def test_a_document_never_corroborates_twice_in_the_same_way(docs):
 def test_wording_tables_fit_the_renderer():
     for family in documents.FILLERS.values():
         assert len(family) in (5, 7, 11, 13)  # prime: start + j * step visits distinct sentences
-    # Prime sizes, at least the documents of an episode that may take the family: distinct titles (`_titles`).
+    # Prime sizes, at least the documents of an episode that may take the family: distinct titles (`_walk`).
     for genre, names in documents.SOURCES.items():
         assert len(documents.TITLES[genre]) in (7, 11, 13) and len(documents.TITLES[genre]) >= len(names)
     assert len(documents.TITLES["question"]) >= documents.NUM_DOCS
@@ -180,7 +180,7 @@ def test_an_episode_never_repeats_a_title():
     genre = rng.integers(0, len(documents.TITLES), (n // 4, documents.NUM_DOCS))  # many repeats of a genre
     one = np.full((n // 4, documents.NUM_DOCS), tuple(documents.TITLES).index("question"))  # all eight the same
     family = np.concatenate([genre, one]).ravel()
-    title = documents._titles(family, rng.random(len(family))).reshape(-1, documents.NUM_DOCS)
+    title = documents._walk(documents._TITLES, family, rng.random(len(family))).reshape(-1, documents.NUM_DOCS)
     assert all(len(set(row)) == documents.NUM_DOCS for row in title.tolist())
     start, count = documents._TITLES.start[family], documents._TITLES.count[family]
     assert ((title.ravel() >= start) & (title.ravel() < start + count)).all()
@@ -483,11 +483,11 @@ def test_an_episode_repeats_no_filler_while_its_domain_has_more(docs):
 
 def test_few_documents_share_a_sentence_with_another_of_their_episode(docs):
     """Clean documents agree on the value, in their own words: a corroboration names its document's body or report,
-    fillers walk the domain's sentences. What is left is an opener two outlets of a genre share ("Quick post
-    today."): 7% of documents, where 63% shared a sentence before."""
+    fillers and a genre's openers are walked per episode. What is left is a corroboration naming the same body in
+    two documents: 5% of documents, where 63% shared a sentence before."""
     shared = 0
     for contents in docs.group_by("episode_id").agg("content")["content"].to_list():
         sentences = [set(re.split(r"(?<=[.;]) ", content)) for content in contents]
         count = Counter(sentence for own in sentences for sentence in own)
         shared += sum(any(count[sentence] > 1 for sentence in own) for own in sentences)
-    assert shared / docs.height < 0.12
+    assert shared / docs.height < 0.08
