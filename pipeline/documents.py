@@ -244,15 +244,15 @@ FRAMES = (
 # names no year of its own (two clean documents would date the same body's record differently) and holds the value
 # as an entry: "repeat Virginia Wolfe" would read as quoting her.
 STANDING = (
-    "Later releases of the {report} repeat this entry ({v}) without revision.",
+    "Later releases of the {report} of the {body} repeat this entry ({v}) without revision.",
     "The {body} has kept the same entry ({v}) in every edition since that {report}.",
     "No subsequent revision by the {body} has changed this entry ({v}).",
 )
 STANDING_NOW = ("No subsequent revision by the {body} has changed this entry ({v}).",)
-CHECKS = (  # each names the document's body or report: clean documents share the value, not the sentence
+CHECKS = (  # each names the document's body: clean documents share the value, not the sentence
     "Independent reviewers who examined data from the {body} reached the same result: {v}.",
     "Cross-checks against the archives of the {body} also point to {v}.",
-    "Other sources consulted alongside the {report} agree: {v}.",
+    "Other sources consulted alongside the {report} of the {body} agree: {v}.",
 )
 CORROBORATIONS = STANDING + CHECKS
 FILLERS = {
@@ -268,7 +268,7 @@ FILLERS = {
         "Maps of {s} are available from several national and international sources.",
         "Reference works give an overview of the people and places of {s}.",
         "Encyclopedias give {s} a separate entry.",
-        "Visitors to {s} often consult guidebooks before travelling.",
+        "Geographers have described the landscape of {s}.",
         "The climate of {s} shapes daily life there.",
         "International agencies report news from {s} from time to time.",
     ),
@@ -313,10 +313,10 @@ FILLERS = {
         "Textbooks list {s} among the symbols of the chemical elements.",
         "The symbol {s} is used in chemical notation around the world.",
         "The symbol {s} is written the same way in every language.",
-        "Printed periodic tables give {s} a cell of its own.",
+        "Printed periodic tables give the symbol {s} a cell of its own.",
         "Chemistry exams expect students to recognise the symbol {s}.",
-        "The symbol {s} follows the international rules for naming elements.",
-        "Reference charts list {s} next to its atomic number.",
+        "The symbol {s} is approved internationally for use in chemistry.",
+        "Reference charts list the symbol {s} next to an atomic number.",
     ),
     "person": (
         "{s} has been mentioned in several local profiles.",
@@ -331,7 +331,7 @@ FILLERS = {
         "Few photographs of {s} have been published.",
         "Some details of the life of {s} appear in local archives.",
         "{s} is occasionally mentioned in trade publications.",
-        "Information about {s} comes mostly from public registers.",
+        "Some information about {s} comes from public registers.",
         "{s} rarely appears in national media.",
     ),
     "company": (
@@ -378,7 +378,7 @@ FILLERS = {
         "People often search for this online.",
         "The question appears in a number of study guides.",
         "Reference librarians are asked this from time to time.",
-        "Most general encyclopedias settle this question.",
+        "Encyclopedias and almanacs address this question.",
     ),
 }
 # How a source of each genre (the keys of SOURCES) may open a document; about half of the documents do.

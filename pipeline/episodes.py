@@ -463,13 +463,21 @@ def build_episodes(
             versions={name: version(name) for name in ("numpy", "polars", "pyarrow", "faker")},
             hidden_splits=hidden,
             answers_sha256=answers_sha256,
-            hub_sources=hub_sources(facts.schema.metadata),
+            hub_sources=_published_sources(facts.schema.metadata),
         )
         write_manifest(root, manifest)
         from pipeline.card import write_card  # here, not at the top: workers import this module (duckdb, 0.1 s)
 
         write_card(root, manifest, audit)
     return manifest
+
+
+def _published_sources(metadata: dict[bytes, bytes] | None) -> dict[str, dict[str, str | None]]:
+    """The facts' Hub sources as the manifest publishes them: a local copy's path is the builder's, not the data's."""
+    return {
+        name: where if where["commit"] else {"path": None, "commit": None}
+        for name, where in hub_sources(metadata).items()
+    }
 
 
 def _separate(out_dir: Path, answers_dir: Path | None) -> None:

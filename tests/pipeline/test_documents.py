@@ -482,12 +482,12 @@ def test_an_episode_repeats_no_filler_while_its_domain_has_more(docs):
 
 
 def test_few_documents_share_a_sentence_with_another_of_their_episode(docs):
-    """Clean documents agree on the value, in their own words: a corroboration names its document's body or report,
-    fillers and a genre's openers are walked per episode. What is left is a corroboration naming the same body in
-    two documents: 5% of documents, where 63% shared a sentence before."""
+    """Clean documents agree on the value, in their own words: a corroboration names its document's body, fillers and
+    a genre's openers are walked per episode. What is left: two documents citing the same body, and fillers of
+    episodes that need more than their domain has (3.5% of documents, where 63% shared a sentence before)."""
     shared = 0
     for contents in docs.group_by("episode_id").agg("content")["content"].to_list():
         sentences = [set(re.split(r"(?<=[.;]) ", content)) for content in contents]
         count = Counter(sentence for own in sentences for sentence in own)
         shared += sum(any(count[sentence] > 1 for sentence in own) for own in sentences)
-    assert shared / docs.height < 0.08
+    assert shared / docs.height < 0.05
