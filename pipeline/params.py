@@ -26,8 +26,8 @@ SECTIONS = ("seed", "facts", "episodes", "hub", "train", "baselines")  # params.
 EXECUTION_KEYS = ("workers", "engine", "ray_address")  # episodes keys left out of the manifest's params_hash
 # git check-ref-format's forbidden characters: control characters, space, DEL and ~^:?*[\
 _TAG_FORBIDDEN = re.compile(r"[\x00-\x20~^:?*\[\\\x7f]")
-FACT_SOURCES = ("geonames", "elements", "synthetic", "nq_open", "popqa", "faitheval")
 HUB_SOURCES = ("nq_open", "popqa", "faitheval")  # read through `datasets`, at a Hub revision
+FACT_SOURCES = ("geonames", "elements", "synthetic", *HUB_SOURCES)
 # The most fictional entities that get names: floor(n / 2) of them are companies, and the stage's pools name
 # 4096 x 36 of those (pools.POOL_SIZE x synthetic.SECTORS). A number, not an import: every stage reads this module
 # and only facts needs it; tests/pipeline/sources/test_synthetic.py checks it against the real pools.

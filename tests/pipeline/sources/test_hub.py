@@ -12,8 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.episodes import build_episodes
+from pipeline.facts import LOADERS as facts_loaders
 from pipeline.facts import build_facts, write_facts
-from pipeline.params import EpisodesParams, FactsParams
+from pipeline.params import FACT_SOURCES, HUB_SOURCES, EpisodesParams, FactsParams
 from pipeline.sources import hub
 from tests.hubstandin import HubStandin, hub_standin, publish
 
@@ -216,6 +217,11 @@ def test_unreadable_or_misshapen_sources_name_the_problem(tmp_path, hub_paths):
         hub.popqa(_local(hub_paths["nq_open"]), limit=10)
     with pytest.raises(hub.HubSourceError, match=r"popqa at .* lacks the columns \['o_aliases', 'obj', 'possible"):
         hub.popqa(_local(hub_paths["faitheval"]), limit=10)
+
+
+def test_the_params_name_the_sources_the_loaders_read():
+    assert tuple(hub.LOADERS) == tuple(hub.DEFAULT_PATHS) == HUB_SOURCES
+    assert set(facts_loaders) == set(FACT_SOURCES)
 
 
 def test_a_revision_is_refused_for_a_local_folder_and_a_full_commit_needs_no_lookup(hub_paths):
