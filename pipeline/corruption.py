@@ -4,16 +4,18 @@ A corruption kind decides only the *value* a document asserts (documents.py deci
 the same way for clean and corrupt documents). Kinds that cannot apply to a fact fall back
 deterministically, and the kind really applied is returned next to each claim:
 
-- number: a near miss of a numeric answer (years ±1..20, quantities ±5..35 % at the answer's own rounding,
-  inside the range the relation's answers span), written as the relation's true answers are: no more
-  significant figures than they have, thousands separators as the sources write them, no trailing zero
-  after a decimal point; an answer without a number gets an entity substitute instead.
+- number: a near miss of a numeric answer (years ±1..20, quantities times or divided by 1.05..1.35 at the
+  answer's own rounding, inside the range the relation's answers span), written as the relation's true answers
+  are: no more significant figures than they have, thousands separators as the sources write them, no trailing
+  zero after a decimal point; an answer without a number gets an entity substitute instead.
 - entity: another answer of the same relation (confusable), or the Faker pool of the answer type when
   the relation has too few distinct answers; a numeric answer of a small relation gets a number instead.
-- inversion: the value an entity claim would take (a substitute, or a near miss of a number in a small
-  relation), so the asserted value follows the true answers' distribution; only the document's wording,
-  which denies the true answer, sets the kind apart. (Transposed digits, 1987 -> 1978, were a tell: years
-  like 1908 are rare among true answers.)
+- inversion: a near miss of a numeric answer, else a substitute as an entity claim takes; only the document's
+  wording, which denies the true answer, sets the kind apart. Every other document denies a value drawn the same
+  way around its own claim (`resolve`'s `around`), so the gap between the two numbers a document names is no cue,
+  and a denial reads like a real dispute (a founding year a few years off, a head count a quarter off), not like
+  another fact's answer (76 employees denied where 88,400 work). (Transposed digits, 1987 -> 1978, were a tell:
+  years like 1908 are rare among true answers.)
 - coherent: a near miss or a substitute, asserted by an authoritative fabrication (or a copy of an
   earlier corrupt document's claim, chosen by the caller).
 
@@ -42,9 +44,9 @@ SPREAD_ROUNDS = 8
 # u columns a draw must provide: substitute offset, perturbation size, perturbation sign.
 U_COLUMNS = 3
 YEAR_SHIFT = (1, 20)  # a year's near miss moves it this many years (before redraw rounds widen it)
-QUANTITY_SHIFT = (5, 35)  # another number's moves it this many percent, in whole units of its rounding (at least 1)
+QUANTITY_SHIFT = (5, 35)  # another number grows this many percent in whole units of its rounding, or shrinks as much
 SEPARATED_FROM = 1000  # sources write quantities from here up with thousands separators (`sources.common.quantity`)
-# A wrong count of SEPARATED_FROM or more lies at least this far from the truth: sources round counts, so a
+# A wrong count of SEPARATED_FROM or more lies at least a factor 1 + this from the truth: sources round counts, so a
 # document claiming "about 200,000" people where 202,402 live would be true (substitutes are other facts' answers).
 MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
@@ -144,30 +146,47 @@ class Truths:
     distinct: Substitutes  # each group's distinct values, for redraws when the first draws keep colliding
 
 
-def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
-    """`facts` has answer, answer_aliases, answer_type, relation, source (one split, in its final row order)."""
-    parsed = facts.select(
-        pl.col("answer").str.extract_groups(_NUMERIC).struct.rename_fields(["prefix", "digits", "frac", "suffix"]),
-        pl.concat_list(pl.col("answer"), pl.col("answer_aliases")).list.eval(key_expr(pl.element())).alias("accepted"),
-    ).unnest("answer")
+def _parsed(values: pl.Series) -> pl.DataFrame:
+    """prefix, suffix, numeric, value (the number scaled to an integer) and decimals of each value."""
+    parsed = values.str.extract_groups(_NUMERIC).struct.rename_fields(["prefix", "digits", "frac", "suffix"])
+    parsed = parsed.struct.unnest()
     parsed = parsed.with_columns(pl.col("digits").str.replace_all(",", ""), pl.col("frac").fill_null(""))
-    parsed = parsed.with_columns(
+    return parsed.select(
+        "prefix",
+        "suffix",
         numeric=pl.col("digits").is_not_null()
         & (pl.col("digits").str.len_chars() + pl.col("frac").str.len_chars() <= 17)
         & ~pl.col("suffix").str.contains(_WORD_SUFFIX).fill_null(False),
         value=pl.concat_str(["digits", "frac"]).str.to_integer(strict=False).fill_null(0),
+        decimals=pl.col("frac").str.len_chars().cast(pl.Int64),
     )
+
+
+def numbers(values: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per value: whether it is a number a near miss can move, the number scaled to an integer by 10**decimals, and
+    decimals (the `around` of `resolve`)."""
+    return _numbers(_parsed(values))
+
+
+def _numbers(parsed: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     numeric = parsed["numeric"].to_numpy()
-    cand, group, big = _groups(facts, pools)
-    decimals = parsed["frac"].str.len_chars().to_numpy().astype(np.int64)
     value = np.where(numeric, parsed["value"].to_numpy(), 0).astype(np.int64)
+    return numeric, value, parsed["decimals"].to_numpy().astype(np.int64)
+
+
+def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
+    """`facts` has answer, answer_aliases, answer_type, relation, source (one split, in its final row order)."""
+    parsed = _parsed(facts["answer"])
+    accepted = pl.concat_list(pl.col("answer"), pl.col("answer_aliases")).list.eval(key_expr(pl.element()))
+    numeric, value, decimals = _numbers(parsed)
+    cand, group, big = _groups(facts, pools)
     low, high = _ranges(facts["relation"], np.where(numeric, value / 10.0**decimals, np.nan), big)
     year = (facts["answer_type"] == "year").to_numpy()
     whole = value // 10**decimals
     plain = (whole >= SEPARATED_FROM) & ~facts["answer"].str.contains(",", literal=True).to_numpy()
     own = pl.DataFrame({"group": group, "value": facts["answer"]})
     return Truths(
-        accepted=_padded(parsed["accepted"]),
+        accepted=_padded(facts.select(accepted).to_series()),
         numeric=numeric,
         prefix=parsed["prefix"].fill_null(""),
         suffix=parsed["suffix"].fill_null(""),
@@ -265,22 +284,29 @@ _TYPE_POOL = {"person": "person", "organization": "organization", "place": "plac
 
 
 def claims(
-    t: Truths, rows: np.ndarray, levels: np.ndarray, u: np.ndarray, round_: int = 0
+    t: Truths,
+    rows: np.ndarray,
+    levels: np.ndarray,
+    u: np.ndarray,
+    round_: int = 0,
+    around: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     """One wrong-value attempt per item: values, their keys (`key_expr`) and the kinds applied.
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
-    substitutes move on to distinct values.
+    substitutes move on to distinct values. Near misses move the fact's answer, or with `around` (value, decimals
+    per item, as `numbers` gives them) those numbers.
     """
     numeric = t.numeric[rows]
-    perturb = np.where((levels == ENTITY) | (levels == INVERSION), ~t.entity_ok[rows], numeric)
+    perturb = np.where(levels == ENTITY, ~t.entity_ok[rows], numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
     at, rest = np.flatnonzero(perturb), np.flatnonzero(~perturb)
     p = rows[at]
-    value = _near_miss(t, p, u[at], round_)
-    numbers = _format(value, t.decimals[p], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
+    base, decimals = (t.value[p], t.decimals[p]) if around is None else (around[0][at], around[1][at])
+    value = _near_miss(t, p, base, decimals, u[at], round_)
+    numbers = _format(value, decimals, t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
     pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
@@ -290,14 +316,20 @@ def claims(
     return values, keys, applied
 
 
-def _near_miss(t: Truths, rows: np.ndarray, u: np.ndarray, round_: int) -> np.ndarray:
-    """Years move YEAR_SHIFT years, other numbers QUANTITY_SHIFT % in whole units of their own rounding (at least
-    one); each redraw round reaches further. The result is rounded to its relation's significant figures.
+def _near_miss(
+    t: Truths, rows: np.ndarray, value: np.ndarray, decimals: np.ndarray, u: np.ndarray, round_: int
+) -> np.ndarray:
+    """Years move YEAR_SHIFT years either way; other numbers grow by QUANTITY_SHIFT % in whole units of their own
+    rounding (at least one), or shrink by that factor to the nearest unit (at least one): 88,400 becomes 113,400 or
+    68,900, so two numbers a document names are as far apart whichever of them is the one moved (an inversion
+    moves the truth to assert, a clean document the truth to deny). Each redraw round reaches further. The result is
+    rounded to its relation's significant figures; `value` (scaled to an integer by 10**`decimals`) is a number of
+    the facts in `rows`.
 
     A move that leaves the range of the relation's answers (or goes below 0) goes the other way instead: a
     birth year after the last one any true answer has would mark its document as corrupt. Rounding keeps the
     result inside: the range's ends are answers, with no more significant figures than the rounding keeps."""
-    value, year = t.value[rows], t.year[rows]
+    year = t.year[rows]
     zeros = np.minimum(_trailing_zeros(value), np.maximum(_digits(value) - 2, 0))  # keep 2 significant digits
     unit = np.where(year, 1, 10**zeros)
     units = value // unit
@@ -305,11 +337,14 @@ def _near_miss(t: Truths, rows: np.ndarray, u: np.ndarray, round_: int) -> np.nd
     most = np.where(year, YEAR_SHIFT[1], np.maximum(units * QUANTITY_SHIFT[1] // 100, least))
     base = least + (u[:, 1] * (most - least + 1)).astype(np.int64)
     step = (base + round_ * (1 + (u[:, 1] * 4).astype(np.int64))) * unit
-    sign = np.where(u[:, 2] < 0.5, -1, 1)
-    moved = value + sign * step
-    number = moved / 10.0 ** t.decimals[rows]
+    up = value + step
+    shrunk = np.floor(value.astype(np.float64) * (value / up) / unit + 0.5).astype(np.int64) * unit
+    down = np.where(year, value - step, np.minimum(shrunk, value - unit))
+    grow = u[:, 2] >= 0.5
+    moved, other = np.where(grow, up, down), np.where(grow, down, up)
+    number = moved / 10.0**decimals
     outside = (moved < 0) | (number < t.low[rows]) | (number > t.high[rows])
-    return _rounded(np.where(outside & (value - sign * step >= 0), value - sign * step, moved), t.figures[rows])
+    return _rounded(np.where(outside & (other >= 0), other, moved), t.figures[rows])
 
 
 def _rounded(value: np.ndarray, figures: np.ndarray) -> np.ndarray:
@@ -332,15 +367,17 @@ def _format(value: np.ndarray, decimals: np.ndarray, separated: np.ndarray, pref
     return pl.Series(texts, dtype=pl.String)
 
 
-def _too_close(t: Truths, rows: np.ndarray, values: pl.Series) -> np.ndarray:
-    """Per item: a wrong count within MIN_COUNT_GAP of its fact's true count (years and small numbers are exact)."""
-    truth = t.value[rows] / 10.0 ** t.decimals[rows]
+def _too_close(t: Truths, rows: np.ndarray, values: pl.Series, around: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Per item: a wrong count within a factor 1 + MIN_COUNT_GAP of the count it moves (`around`: its fact's true
+    count unless given), years and small numbers being exact."""
+    truth = around[0] / 10.0 ** around[1]
     counted = np.flatnonzero(t.numeric[rows] & ~t.year[rows] & (truth >= SEPARATED_FROM))
     close = np.zeros(len(rows), dtype=bool)
     if len(counted):
         digits = values.gather(counted).str.replace_all(",", "").str.extract(r"(\d+(?:\.\d+)?)")
         number = digits.cast(pl.Float64).fill_null(np.nan).to_numpy()
-        close[counted] = np.abs(number - truth[counted]) < MIN_COUNT_GAP * truth[counted]
+        near = truth[counted]
+        close[counted] = np.maximum(number, near) < (1 + MIN_COUNT_GAP) * np.minimum(number, near)
     return close
 
 
@@ -350,23 +387,28 @@ def resolve(
     levels: np.ndarray,
     draw: Callable[[np.ndarray, int], np.ndarray],
     avoid: Sequence[np.ndarray] = (),
+    around: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     """Wrong claims whose normalised form is neither the answer's, an alias's, nor an `avoid` one of the item.
 
-    `avoid` holds keys (`key_expr`); returns values, their keys and applied kinds. `draw(items, round)`
-    returns the u columns of those items for that round, so each item's result depends only on its own draws.
+    `avoid` holds keys (`key_expr`); returns values, their keys and applied kinds. Near misses move `around` (value
+    and decimals per item, `numbers`), by default the facts' answers, and keep MIN_COUNT_GAP from it.
+    `draw(items, round)` returns the u columns of those items for that round, so each item's result depends only on
+    its own draws.
     An item whose every wrong value is avoided (the Cocos Islands, Asia or Oceania, where a split's continent facts
     name five continents and three corrupt documents already claim the other three) has tried each value of its group
     once its scan has gone round the group: it scans on without `avoid`, repeating an earlier claim, never the truth.
     """
     n = len(rows)
+    around = (t.value[rows], t.decimals[rows]) if around is None else around
     todo = np.arange(n)
     values, where, keys, kinds = [], [], np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=np.int8)
     scanned = 2 * SPREAD_ROUNDS + t.distinct.size[t.group[rows]]  # per item: the round its scan has gone round
     rounds = 2 * SPREAD_ROUNDS + 2 * int(t.distinct.size.max())
     for round_ in range(rounds):
-        value, key, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_)
-        bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | _too_close(t, rows[todo], value)
+        near = (around[0][todo], around[1][todo])
+        value, key, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_, near)
+        bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | _too_close(t, rows[todo], value, near)
         for avoided in avoid:
             bad |= (key == avoided[todo]) & (round_ < scanned[todo])
         values.append(value.filter(~bad))

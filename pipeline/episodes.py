@@ -224,7 +224,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
         [bits(seed, draws, Slot.STYLE, d * STYLE_WORDS + w) for d in range(NUM_DOCS) for w in range(STYLE_WORDS)]
     )
     u = _units(style.reshape(NUM_DOCS, STYLE_WORDS, n).transpose(2, 0, 1), 4).reshape(n * NUM_DOCS, -1)
-    decoy = _decoys(ctx, seed, draws, fact, episode, doc, level, answer, claim_key)
+    decoy = _decoys(ctx, seed, draws, fact, episode, doc, level, answer, claim, claim_key)
     title, content = documents.render(
         documents.Batch(
             about=frame.select(documents.ABOUT)[episode],
@@ -240,19 +240,25 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
     return _table(ctx, ids, k, fact, corrupt, applied, title, content, claim)
 
 
-def _decoys(ctx, seed, ids, fact, episode, doc, level, answer, claim_key) -> pl.Series:
-    """The value a document denies: the truth in an inversion, else a wrong value drawn as an inversion draws its
-    claim (a substitute, or a near miss in a small relation), so the gap between the two values is no corruption cue.
-    """
+def _decoys(ctx, seed, ids, fact, episode, doc, level, answer, claim, claim_key) -> pl.Series:
+    """The value a document denies: the truth in an inversion, else a wrong value drawn around the document's own
+    claim as an inversion draws its claim around the truth (a near miss of a number, else a substitute), so the gap
+    between the two values is no corruption cue."""
     rows = np.flatnonzero(level != corruption.INVERSION)
+    facts = fact[episode[rows]]
+    around = ctx.truths.value[facts], ctx.truths.decimals[facts]
+    corrupt = np.flatnonzero((level[rows] > 0) & ctx.truths.numeric[facts])
+    numeric, value, decimals = corruption.numbers(claim.gather(rows[corrupt]))
+    around[0][corrupt[numeric]], around[1][corrupt[numeric]] = value[numeric], decimals[numeric]
     values, _, _ = corruption.resolve(
         ctx.truths,
-        fact[episode[rows]],
+        facts,
         np.full(len(rows), corruption.INVERSION),
         lambda items, round_: _claim_draws(
             seed, ids[episode[rows[items]]], doc[rows[items]] + round_ * NUM_DOCS, _DECOY
         ),
         [claim_key[rows]],
+        around,
     )
     inversions = np.flatnonzero(level == corruption.INVERSION)
     return _spread(pl.concat([values, answer.gather(episode[inversions])]), np.r_[rows, inversions], len(level))

@@ -108,7 +108,8 @@ CUES = (
     ),
     Cue(
         "value_gap",
-        "the gap between the asserted number and the one the document denies, absolute and relative (log2 bins)",
+        "the gap between the asserted number and the one the document denies, absolute, relative and which is larger "
+        "(log2 bins)",
         lambda d: pl.DataFrame(value_gap(d)),
         _linear(_onehot),
     ),

@@ -89,7 +89,9 @@ def layout(d: pl.DataFrame) -> pl.DataFrame:
 
 def value_gap(d: pl.DataFrame) -> dict[str, pl.Series]:
     """The gap between the asserted number and the other number the document names (the one it denies, citation
-    years aside) in powers of two: absolute, and relative to the larger number; -99 where either is missing."""
+    years aside) in powers of two: absolute, and relative to the larger number, alone and signed by which number is
+    the larger (near the end of a relation's range a near miss can move one way only); -99 where either is missing.
+    """
     number = pl.element().str.replace_all(",", "").cast(pl.Float64, strict=False)
     frame = d.select(
         claim=d["claim"].str.extract(f"({_NUMBER})").str.replace_all(",", "").cast(pl.Float64, strict=False),
@@ -104,7 +106,12 @@ def value_gap(d: pl.DataFrame) -> dict[str, pl.Series]:
     absolute = (pl.col("named") - pl.col("claim")).abs()
     relative = absolute / pl.max_horizontal(pl.col("named").abs(), pl.col("claim").abs())
     gap = frame.select("row").join(other, on="row", how="left").sort("row")
-    return gap.select(gap_absolute=_log2(absolute.clip(1e-6)), gap_relative=_log2(relative.clip(1e-6))).to_dict()
+    above = (pl.col("named") > pl.col("claim")).fill_null(False)
+    return gap.select(
+        gap_absolute=_log2(absolute.clip(1e-6)),
+        gap_relative=_log2(relative.clip(1e-6)),
+        gap_above=pl.when(above).then(_log2(relative.clip(1e-6))).otherwise(-99),
+    ).to_dict()
 
 
 def _log2(value: pl.Expr) -> pl.Expr:

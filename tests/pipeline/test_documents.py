@@ -102,24 +102,30 @@ def test_no_single_document_cue_tells_corrupt_from_clean(docs):
     assert _auc(score[~train], corrupt[~train]) < 0.6
 
 
-def test_denied_and_asserted_years_are_no_corruption_cue(docs):
-    """Inversions deny the true year and assert another drawn like true answers; clean documents deny a year too.
+def test_a_document_denies_a_number_near_the_one_it_asserts(docs):
+    """Inversions deny the true number and assert a near miss of it; every other document denies a near miss of the
+    number it asserts, so a denial reads like a real dispute (76 employees were once denied where 88,400 work).
 
-    Neither the gap between the two years nor a digit swap (once a tell: 1987 denied, 1978 asserted) marks a
-    document as corrupt.
+    Neither the gap between the two numbers, its direction, nor a digit swap (once a tell: 1987 denied, 1978
+    asserted) marks a document as corrupt.
     """
-    year = docs.filter(pl.col("answer_type") == "year").with_columns(
-        years=pl.col("content").str.replace_all(CITED, "").str.extract_all(r"\b\d{4}\b").list.unique()
+    number = r"\d[\d,]*(?:\.\d+)?"
+    read = pl.element().str.replace_all(",", "").cast(pl.Float64)
+    numbers = docs.filter(pl.col("answer_type").is_in(["year", "quantity"])).with_columns(
+        asserted=pl.col("claim").str.extract(f"({number})").str.replace_all(",", "").cast(pl.Float64),
+        named=pl.col("content").str.replace_all(CITED, "").str.extract_all(number).list.eval(read).list.unique(),
     )
-    pairs = [
-        sorted(p, key=lambda y: y == c) for p, c in zip(year["years"].to_list(), year["claim"].to_list(), strict=True)
-    ]
-    assert all(len(p) == 2 and p[1] == c for p, c in zip(pairs, year["claim"], strict=True))  # denied, asserted
-    gap = np.array([abs(int(denied) - int(asserted)) for denied, asserted in pairs])
-    swapped = np.array([a != b and sorted(a) == sorted(b) for a, b in pairs])
-    corrupt = year["corrupt"].to_numpy()
-    assert min(corrupt.sum(), (~corrupt).sum()) > 50
-    assert 0.4 < _auc(gap, corrupt) < 0.6
+    numbers = numbers.with_columns(denied=pl.col("named").list.set_difference(pl.concat_list("asserted")))
+    assert (numbers["denied"].list.len() == 1).all()
+    asserted, denied = numbers["asserted"].to_numpy(), numbers["denied"].list.first().to_numpy()
+    year, corrupt = (numbers["answer_type"] == "year").to_numpy(), numbers["corrupt"].to_numpy()
+    assert min((year & corrupt).sum(), (~year & corrupt).sum()) > 50
+    gap = np.where(year, denied - asserted, np.log(np.maximum(denied, 0.5) / np.maximum(asserted, 0.5)))
+    assert (np.abs(gap[year]) <= 20).mean() > 0.99 and (np.abs(gap[~year]) <= np.log(1.4)).mean() > 0.99
+    for kind in (year, ~year):
+        assert 0.4 < _auc(np.abs(gap[kind]), corrupt[kind]) < 0.6 and 0.4 < _auc(gap[kind], corrupt[kind]) < 0.6
+    text = numbers.select(pl.col("denied").list.first().cast(pl.Int64).cast(pl.String), "claim").rows()
+    swapped = np.array([a != b and sorted(a) == sorted(b) for a, b in text]) & year
     assert swapped[corrupt].mean() < 0.1 and swapped[~corrupt].mean() < 0.1
 
 
