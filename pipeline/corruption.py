@@ -306,13 +306,13 @@ def claims(
     p = rows[at]
     base, decimals = (t.value[p], t.decimals[p]) if around is None else (around[0][at], around[1][at])
     value = _near_miss(t, p, base, decimals, u[at], round_)
-    numbers = _format(value, decimals, t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
+    numbers, number_keys = _format(value, decimals, t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
     pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
     order = np.argsort(np.r_[at, rest], kind="stable")
     values = pl.concat([numbers, pool.values.gather(pick)]).gather(order)
-    keys = np.r_[numbers.to_frame().select(key_expr(pl.first())).to_series().to_numpy(), pool.keys[pick]][order]
+    keys = np.r_[number_keys, pool.keys[pick]][order]
     return values, keys, applied
 
 
@@ -353,18 +353,37 @@ def _rounded(value: np.ndarray, figures: np.ndarray) -> np.ndarray:
     return (value + unit // 2) // unit * unit
 
 
-def _format(value: np.ndarray, decimals: np.ndarray, separated: np.ndarray, prefix: pl.Series, suffix: pl.Series):
-    """Numbers written as the sources write answers: the answer's prefix and suffix, thousands separators from
-    SEPARATED_FROM up where `separated`, and decimals without trailing zeros (1.008, 65.38, 294). A few thousand per
-    batch: Python's format spec writes them about nine times faster than string kernels over digit groups."""
-    texts = []
-    columns = (value.tolist(), decimals.tolist(), separated.tolist(), prefix.to_list(), suffix.to_list())
-    for number, places, separate, before, after in zip(*columns, strict=True):
-        whole, frac = divmod(number, 10**places)
-        body = f"{whole:,}" if separate and whole >= SEPARATED_FROM else str(whole)
+def _format(
+    value: np.ndarray, decimals: np.ndarray, separated: np.ndarray, prefix: pl.Series, suffix: pl.Series
+) -> tuple[pl.Series, np.ndarray]:
+    """Numbers written as the sources write answers (the answer's prefix and suffix, thousands separators from
+    SEPARATED_FROM up where `separated`, decimals without trailing zeros: 1.008, 65.38, 294) and their keys.
+
+    Most are whole numbers without prefix or suffix (years, counts): a cast writes them, Python's format spec adds
+    separators (faster than string kernels over digit groups), and their key is their digits' (`key_expr` drops
+    the separators). The rest are written one by one and keyed by `key_expr`."""
+    whole = value // 10**decimals
+    plain = (decimals == 0) & (prefix.str.len_bytes() == 0).to_numpy() & (suffix.str.len_bytes() == 0).to_numpy()
+    digits = pl.Series(whole, dtype=pl.Int64).cast(pl.String)
+    keys = np.zeros(len(value), dtype=np.uint64)
+    keys[plain] = digits.filter(plain).hash(seed=0).to_numpy()
+    grouped = np.flatnonzero(plain & separated & (whole >= SEPARATED_FROM))
+    texts = digits.scatter(grouped, pl.Series([f"{w:,}" for w in whole[grouped].tolist()], dtype=pl.String))
+    other = np.flatnonzero(~plain)
+    if not len(other):
+        return texts, keys
+    written = []
+    columns = (value[other].tolist(), decimals[other].tolist(), separated[other].tolist())
+    for number, places, separate, before, after in zip(
+        *columns, prefix.gather(other), suffix.gather(other), strict=True
+    ):
+        integer, frac = divmod(number, 10**places)
+        body = f"{integer:,}" if separate and integer >= SEPARATED_FROM else str(integer)
         fraction = "." + str(frac).zfill(places).rstrip("0") if places > 0 and frac > 0 else ""
-        texts.append(f"{before}{body}{fraction}{after}")
-    return pl.Series(texts, dtype=pl.String)
+        written.append(f"{before}{body}{fraction}{after}")
+    written = pl.Series(written, dtype=pl.String)
+    keys[other] = written.to_frame().select(key_expr(pl.first())).to_series().to_numpy()
+    return texts.scatter(other, written), keys
 
 
 def _too_close(t: Truths, rows: np.ndarray, values: pl.Series, around: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
