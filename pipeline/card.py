@@ -51,20 +51,17 @@ COLUMN_NOTES = {
     "doc_corruption": "per document: none, number, entity, inversion or coherent",
     "doc_claims": "per document: the answer it asserts (every document asserts one)",
 }
-_FACTOR = f"{1 + QUANTITY_SHIFT[0] / 100:.2f}-{1 + QUANTITY_SHIFT[1] / 100:.2f}"
-# The smallest number whose least move, by one, stays inside the factors: 1, 2 and 3 move by one either way.
-ONE_STEP_BELOW = math.ceil((100 + QUANTITY_SHIFT[1]) / QUANTITY_SHIFT[1])
 KIND_NOTES = {
     "number": (
-        f"a near miss of a numeric answer: a year off by {YEAR_SHIFT[0]}-{YEAR_SHIFT[1]}, a quantity multiplied or "
-        f"divided by {_FACTOR} at its own rounding (a number below {ONE_STEP_BELOW} by one), written like the true "
-        "answers of its relation (separators, significant figures, decimals)"
+        f"a near miss of a numeric answer: a year off by {YEAR_SHIFT[0]}-{YEAR_SHIFT[1]}, a quantity off by "
+        f"{QUANTITY_SHIFT[0]}-{QUANTITY_SHIFT[1]} % (a number below {math.ceil(100 / QUANTITY_SHIFT[1])} by one), "
+        "written like the true answers of its relation (separators, significant figures, decimals)"
     ),
     "entity": "another plausible value of the same type, often the answer to the same question about something else",
     "inversion": (
-        "wording that denies the true answer while asserting a wrong one: a near miss of a number, drawn as the "
-        "number kind draws it, else another value of the type; every other document denies a value drawn the same "
-        "way around its own claim, so the two values a document names sit as far apart whichever is true"
+        "wording that denies the true answer while asserting a wrong one, drawn like true answers (for a number, a "
+        "true answer of the relation near it); every other document denies a value drawn the same way from its own "
+        "claim, so a document's two values are drawn alike whatever its kind"
     ),
     "coherent": "a fabrication that may repeat another corrupt document's claim, so that wrong documents agree",
 }

@@ -4,18 +4,21 @@ A corruption kind decides only the *value* a document asserts (documents.py deci
 the same way for clean and corrupt documents). Kinds that cannot apply to a fact fall back
 deterministically, and the kind really applied is returned next to each claim:
 
-- number: a near miss of a numeric answer (years ±1..20, quantities times or divided by 1.05..1.35 at the
-  answer's own rounding, inside the range the relation's answers span), written as the relation's true answers
-  are: no more significant figures than they have, thousands separators as the sources write them, no trailing
-  zero after a decimal point; an answer without a number gets an entity substitute instead.
+- number: a near miss of a numeric answer (years ±1..20, quantities ±5..35 % at the answer's own rounding,
+  inside the range the relation's answers span), written as the relation's true answers are: no more
+  significant figures than they have, thousands separators as the sources write them, no trailing zero
+  after a decimal point; an answer without a number gets an entity substitute instead.
 - entity: another answer of the same relation (confusable), or the Faker pool of the answer type when
   the relation has too few distinct answers; a numeric answer of a small relation gets a number instead.
-- inversion: a near miss of a numeric answer, else a substitute as an entity claim takes; only the document's
-  wording, which denies the true answer, sets the kind apart. Every other document denies a value drawn the same
-  way around its own claim (`resolve`'s `around`), so the gap between the two numbers a document names is no cue,
-  and a denial reads like a real dispute (a founding year a few years off, a head count a quarter off), not like
-  another fact's answer (76 employees denied where 88,400 work). (Transposed digits, 1987 -> 1978, were a tell:
-  years like 1908 are rare among true answers.)
+- inversion: for a number of a big relation, a neighbour: another true answer of the relation near the truth in
+  value (`Neighbours`); else what an entity claim takes (a substitute, or a near miss of a number in a small
+  relation). Only the document's wording, which denies the true answer, sets the kind apart. Every other document
+  denies a value drawn the same way around its own claim (`resolve`'s `around`). A neighbour pairing is symmetric
+  (a matching of ranked answers), so a clean document's (claim, denied) pair and an inversion's (denied, claim) pair
+  are drawn alike: neither the two numbers, their gap, its direction nor their precision tells the kinds apart,
+  and a denial reads like a real dispute (a founding year a few years off), not like another fact's answer drawn
+  from anywhere (76 employees denied where 88,400 work). (Transposed digits, 1987 -> 1978, were a tell: years
+  like 1908 are rare among true answers.)
 - coherent: a near miss or a substitute, asserted by an authoritative fabrication (or a copy of an
   earlier corrupt document's claim, chosen by the caller).
 
@@ -44,11 +47,16 @@ SPREAD_ROUNDS = 8
 # u columns a draw must provide: substitute offset, perturbation size, perturbation sign.
 U_COLUMNS = 3
 YEAR_SHIFT = (1, 20)  # a year's near miss moves it this many years (before redraw rounds widen it)
-QUANTITY_SHIFT = (5, 35)  # another number grows this many percent in whole units of its rounding, or shrinks as much
+QUANTITY_SHIFT = (5, 35)  # another number's moves it this many percent, in whole units of its rounding (at least 1)
 SEPARATED_FROM = 1000  # sources write quantities from here up with thousands separators (`sources.common.quantity`)
-# A wrong count of SEPARATED_FROM or more lies at least a factor 1 + this from the truth: sources round counts, so a
+# A wrong count of SEPARATED_FROM or more lies at least this far from the truth: sources round counts, so a
 # document claiming "about 200,000" people where 202,402 live would be true (substitutes are other facts' answers).
+# Neighbours, true answers themselves, need only not be the other number rounded (`_too_close`): 158,233 against
+# 159,610 is a fair dispute.
 MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
+# A neighbour lies within twice this share of its relation's answers, ranked by value, of the number it stands
+# against (a founding year among 8,000 lies within about three years).
+NEIGHBOURS = 0.05
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
 ANY_PRECISION = 19
 # A number with text around it ("$5 million", "100kg"); an ordinal or a decade ("21st", "the 1990s") is a word: a
@@ -126,6 +134,58 @@ class Substitutes:
 
 
 @dataclass(frozen=True)
+class Neighbours:
+    """The numeric answers of each group ranked by value: group g holds number[start[g] : start[g] + size[g]]
+    (size 0 where fewer than MIN_GROUP answers are numbers), with their texts and keys.
+
+    A pick pairs ranks by a matching: ranks are cut into blocks of 2 * half (shifted by a drawn phase, clipped at
+    the ends) and each rank is paired with its mirror image in its block. Every such pairing is symmetric, so a pick
+    from the truth and a pick to it are equally likely: an inversion's (claim, denied) pair is drawn as a clean
+    document's (denied, claim) pair, whatever the answers' distribution and at its ends too.
+    """
+
+    number: np.ndarray
+    values: pl.Series
+    keys: np.ndarray
+    start: np.ndarray
+    size: np.ndarray
+
+    @classmethod
+    def of(cls, substitutes: Substitutes) -> Neighbours:
+        numeric, value, decimals = numbers(substitutes.values)
+        group = np.repeat(np.arange(len(substitutes.start)), substitutes.size)
+        number = np.where(numeric, value / 10.0**decimals, np.nan)
+        counts = np.bincount(group[numeric], minlength=len(substitutes.start))
+        kept = numeric & (counts >= MIN_GROUP)[group]
+        order = np.flatnonzero(kept)[np.lexsort((number[kept], group[kept]))]
+        size = np.bincount(group[order], minlength=len(substitutes.start))
+        return cls(
+            number=number[order],
+            values=substitutes.values.gather(order),
+            keys=substitutes.keys[order],
+            start=np.r_[0, np.cumsum(size)[:-1]].astype(np.int64),
+            size=size,
+        )
+
+    def pick(self, group: np.ndarray, number: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Per item: the index of a neighbour of `number` in its group (which must have a ranking). `number`'s rank
+        is its own among equal answers (drawn with u[:, 1]), or where it would stand; the phase is u[:, 0]."""
+        start, size = self.start[group], self.size[group]
+        rank = np.zeros(len(group), dtype=np.int64)
+        for g in np.unique(group):
+            at = group == g
+            ranked = self.number[self.start[g] : self.start[g] + self.size[g]]
+            low, high = np.searchsorted(ranked, number[at], "left"), np.searchsorted(ranked, number[at], "right")
+            rank[at] = low + (u[at, 1] * (high - low)).astype(np.int64)
+        rank = np.minimum(rank, size - 1)
+        block = 2 * np.maximum(np.round(size * NEIGHBOURS).astype(np.int64), 1)
+        phase = (u[:, 0] * block).astype(np.int64)
+        first = (rank + phase) // block * block - phase
+        low, high = np.maximum(first, 0), np.minimum(first + block, size)
+        return start + low + high - 1 - rank
+
+
+@dataclass(frozen=True)
 class Truths:
     """Per-fact inputs for wrong claims (index = fact row), computed once per split."""
 
@@ -144,6 +204,8 @@ class Truths:
     entity_ok: np.ndarray
     substitutes: Substitutes  # every answer of each group (duplicates kept)
     distinct: Substitutes  # each group's distinct values, for redraws when the first draws keep colliding
+    neighbours: Neighbours  # numeric groups' answers ranked by value
+    ranked: np.ndarray  # the fact's group has a ranking (inversions and denials of its numbers are neighbours)
 
 
 def _parsed(values: pl.Series) -> pl.DataFrame:
@@ -185,6 +247,8 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
     whole = value // 10**decimals
     plain = (whole >= SEPARATED_FROM) & ~facts["answer"].str.contains(",", literal=True).to_numpy()
     own = pl.DataFrame({"group": group, "value": facts["answer"]})
+    substitutes = Substitutes.of(cand, own)
+    neighbours = Neighbours.of(substitutes)
     return Truths(
         accepted=_padded(facts.select(accepted).to_series()),
         numeric=numeric,
@@ -199,8 +263,10 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
         high=high,
         group=group,
         entity_ok=big | facts["answer_type"].is_in(_POOLED_TYPES).to_numpy() | ~numeric,
-        substitutes=Substitutes.of(cand, own),
+        substitutes=substitutes,
         distinct=Substitutes.of(cand.unique(maintain_order=True), own),
+        neighbours=neighbours,
+        ranked=big & numeric & (neighbours.size[group] > 0),
     )
 
 
@@ -295,36 +361,41 @@ def claims(
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
-    substitutes move on to distinct values. Near misses move the fact's answer, or with `around` (value, decimals
-    per item, as `numbers` gives them) those numbers.
+    neighbours are drawn again, then give way to substitutes, which move on to distinct values. Near misses and
+    neighbours stand against the fact's answer, or with `around` (value, decimals per item, as `numbers` gives them)
+    against those numbers.
     """
     numeric = t.numeric[rows]
-    perturb = np.where(levels == ENTITY, ~t.entity_ok[rows], numeric)
+    perturb = np.where((levels == ENTITY) | (levels == INVERSION), ~t.entity_ok[rows], numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
-    at, rest = np.flatnonzero(perturb), np.flatnonzero(~perturb)
+    near = _neighbourly(t, rows, levels, round_)
+    at, by, rest = np.flatnonzero(perturb), np.flatnonzero(near), np.flatnonzero(~perturb & ~near)
+    value, decimals = (t.value[rows], t.decimals[rows]) if around is None else around
     p = rows[at]
-    base, decimals = (t.value[p], t.decimals[p]) if around is None else (around[0][at], around[1][at])
-    value = _near_miss(t, p, base, decimals, u[at], round_)
-    numbers, number_keys = _format(value, decimals, t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
+    moved = _near_miss(t, p, value[at], decimals[at], u[at], round_)
+    numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
+    neighbour = t.neighbours.pick(t.group[rows[by]], value[by] / 10.0 ** decimals[by], u[by])
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
     pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
-    order = np.argsort(np.r_[at, rest], kind="stable")
-    values = pl.concat([numbers, pool.values.gather(pick)]).gather(order)
-    keys = np.r_[number_keys, pool.keys[pick]][order]
+    order = np.argsort(np.r_[at, by, rest], kind="stable")
+    values = pl.concat([numbers, t.neighbours.values.gather(neighbour), pool.values.gather(pick)]).gather(order)
+    keys = np.r_[number_keys, t.neighbours.keys[neighbour], pool.keys[pick]][order]
     return values, keys, applied
+
+
+def _neighbourly(t: Truths, rows: np.ndarray, levels: np.ndarray, round_: int) -> np.ndarray:
+    """Per item: its value is a neighbour (an inversion of a number in a ranked group, before redraws give up)."""
+    return (levels == INVERSION) & t.ranked[rows] & (round_ < SPREAD_ROUNDS)
 
 
 def _near_miss(
     t: Truths, rows: np.ndarray, value: np.ndarray, decimals: np.ndarray, u: np.ndarray, round_: int
 ) -> np.ndarray:
-    """Years move YEAR_SHIFT years either way; other numbers grow by QUANTITY_SHIFT % in whole units of their own
-    rounding (at least one), or shrink by that factor to the nearest unit (at least one): 88,400 becomes 113,400 or
-    68,900, so two numbers a document names are as far apart whichever of them is the one moved (an inversion
-    moves the truth to assert, a clean document the truth to deny). Each redraw round reaches further. The result is
-    rounded to its relation's significant figures; `value` (scaled to an integer by 10**`decimals`) is a number of
-    the facts in `rows`.
+    """Years move YEAR_SHIFT years, other numbers QUANTITY_SHIFT % in whole units of their own rounding (at least
+    one); each redraw round reaches further. The result is rounded to its relation's significant figures. `value`
+    (scaled to an integer by 10**`decimals`) is the number moved, of a fact in `rows`.
 
     A move that leaves the range of the relation's answers (or goes below 0) goes the other way instead: a
     birth year after the last one any true answer has would mark its document as corrupt. Rounding keeps the
@@ -337,14 +408,11 @@ def _near_miss(
     most = np.where(year, YEAR_SHIFT[1], np.maximum(units * QUANTITY_SHIFT[1] // 100, least))
     base = least + (u[:, 1] * (most - least + 1)).astype(np.int64)
     step = (base + round_ * (1 + (u[:, 1] * 4).astype(np.int64))) * unit
-    up = value + step
-    shrunk = np.floor(value.astype(np.float64) * (value / up) / unit + 0.5).astype(np.int64) * unit
-    down = np.where(year, value - step, np.minimum(shrunk, value - unit))
-    grow = u[:, 2] >= 0.5
-    moved, other = np.where(grow, up, down), np.where(grow, down, up)
+    sign = np.where(u[:, 2] < 0.5, -1, 1)
+    moved = value + sign * step
     number = moved / 10.0**decimals
     outside = (moved < 0) | (number < t.low[rows]) | (number > t.high[rows])
-    return _rounded(np.where(outside & (other >= 0), other, moved), t.figures[rows])
+    return _rounded(np.where(outside & (value - sign * step >= 0), value - sign * step, moved), t.figures[rows])
 
 
 def _rounded(value: np.ndarray, figures: np.ndarray) -> np.ndarray:
@@ -386,17 +454,23 @@ def _format(
     return texts.scatter(other, written), keys
 
 
-def _too_close(t: Truths, rows: np.ndarray, values: pl.Series, around: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Per item: a wrong count within a factor 1 + MIN_COUNT_GAP of the count it moves (`around`: its fact's true
-    count unless given), years and small numbers being exact."""
+def _too_close(
+    t: Truths, rows: np.ndarray, values: pl.Series, around: tuple[np.ndarray, np.ndarray], neighbour: np.ndarray
+) -> np.ndarray:
+    """Per item: a wrong count within MIN_COUNT_GAP of the count it stands against (`around`, by default the fact's
+    true count; years and small numbers are exact). A neighbour is a true answer, so the gap is the answers' own;
+    it is too close only where one of the two numbers, read as rounded at its last nonzero digit, would state the
+    other (200,000 against 202,402), a test that is the same whichever of the two is the truth."""
     truth = around[0] / 10.0 ** around[1]
     counted = np.flatnonzero(t.numeric[rows] & ~t.year[rows] & (truth >= SEPARATED_FROM))
     close = np.zeros(len(rows), dtype=bool)
     if len(counted):
         digits = values.gather(counted).str.replace_all(",", "").str.extract(r"(\d+(?:\.\d+)?)")
-        number = digits.cast(pl.Float64).fill_null(np.nan).to_numpy()
-        near = truth[counted]
-        close[counted] = np.maximum(number, near) < (1 + MIN_COUNT_GAP) * np.minimum(number, near)
+        number, other = digits.cast(pl.Float64).fill_null(np.nan).to_numpy(), truth[counted]
+        gap = np.abs(number - other)
+        whole = np.nan_to_num(np.r_[number, other]).astype(np.int64)
+        rounding = (10 ** _trailing_zeros(whole)).reshape(2, -1).max(axis=0)
+        close[counted] = np.where(neighbour[counted], 2 * gap <= rounding, gap < MIN_COUNT_GAP * other)
     return close
 
 
@@ -410,8 +484,9 @@ def resolve(
 ) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     """Wrong claims whose normalised form is neither the answer's, an alias's, nor an `avoid` one of the item.
 
-    `avoid` holds keys (`key_expr`); returns values, their keys and applied kinds. Near misses move `around` (value
-    and decimals per item, `numbers`), by default the facts' answers, and keep MIN_COUNT_GAP from it.
+    `avoid` holds keys (`key_expr`); returns values, their keys and applied kinds. Near misses and neighbours stand
+    against `around` (value and decimals per item, `numbers`), by default the facts' answers, and near misses and
+    substitutes keep MIN_COUNT_GAP from it.
     `draw(items, round)` returns the u columns of those items for that round, so each item's result depends only on
     its own draws.
     An item whose every wrong value is avoided (the Cocos Islands, Asia or Oceania, where a split's continent facts
@@ -425,9 +500,11 @@ def resolve(
     scanned = 2 * SPREAD_ROUNDS + t.distinct.size[t.group[rows]]  # per item: the round its scan has gone round
     rounds = 2 * SPREAD_ROUNDS + 2 * int(t.distinct.size.max())
     for round_ in range(rounds):
-        near = (around[0][todo], around[1][todo])
-        value, key, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_, near)
-        bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | _too_close(t, rows[todo], value, near)
+        against = (around[0][todo], around[1][todo])
+        value, key, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_, against)
+        neighbour = _neighbourly(t, rows[todo], levels[todo], round_)
+        close = _too_close(t, rows[todo], value, against, neighbour)
+        bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | close
         for avoided in avoid:
             bad |= (key == avoided[todo]) & (round_ < scanned[todo])
         values.append(value.filter(~bad))

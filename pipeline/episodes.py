@@ -242,8 +242,8 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
 
 def _decoys(ctx, seed, ids, fact, episode, doc, level, answer, claim, claim_key) -> pl.Series:
     """The value a document denies: the truth in an inversion, else a wrong value drawn around the document's own
-    claim as an inversion draws its claim around the truth (a near miss of a number, else a substitute), so the gap
-    between the two values is no corruption cue."""
+    claim as an inversion draws its claim around the truth (a true answer near a number of a big relation, else a
+    substitute or a near miss), so a document's two values are drawn alike whatever its kind."""
     rows = np.flatnonzero(level != corruption.INVERSION)
     facts = fact[episode[rows]]
     around = ctx.truths.value[facts], ctx.truths.decimals[facts]

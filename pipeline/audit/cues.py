@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import KBinsDiscretizer, OneHotEncoder
 
-from pipeline.audit.features import CATEGORICAL, layout, sentence_skeletons, skeleton, value_gap
+from pipeline.audit.features import CATEGORICAL, layout, number_pair, sentence_skeletons, skeleton, value_gap
 
 
 @dataclass(frozen=True)
@@ -108,10 +108,19 @@ CUES = (
     ),
     Cue(
         "value_gap",
-        "the gap between the asserted number and the one the document denies, absolute, relative and which is larger "
-        "(log2 bins)",
+        "the gap between the asserted number and the one the document denies, absolute, relative, and relative where "
+        "the denied one is larger (log2 bins)",
         lambda d: pl.DataFrame(value_gap(d)),
         _linear(_onehot),
+    ),
+    Cue(
+        "number_pair",
+        "the asserted and the denied number: sizes, significant figures, decimals, with the cited year and the "
+        "answer type (boosted trees)",
+        number_pair,
+        lambda: make_pipeline(
+            HistGradientBoostingClassifier(categorical_features=["answer_type"], early_stopping=True, random_state=0)
+        ),
     ),
     Cue(
         "layout_combined",

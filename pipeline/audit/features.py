@@ -10,6 +10,7 @@ from functools import cache
 import polars as pl
 
 from pipeline import documents
+from pipeline.schema import ANSWER_TYPES
 
 _WORD = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"])")
@@ -59,6 +60,7 @@ _BODY_NAMES = list(dict.fromkeys(name for names in documents.BODIES.values() for
 _FRAMES = [_pattern(t) for t in documents.FRAMES]
 _CORROBORATIONS = "|".join(f"(?:{_pattern(t)})" for t in documents.CORROBORATIONS)
 _CITED = r"\b\d{4} (?:" + "|".join(documents.REPORTS) + r")\b"
+_CITED_YEAR = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b"
 _NUMBER = r"\d[\d,]*(?:\.\d+)?"
 CATEGORICAL = ("sentences", "doc_id", "frame", "corroborations", "source", "body", "claim_decimal", "claim_comma")
 
@@ -87,31 +89,68 @@ def layout(d: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _pair(d: pl.DataFrame) -> pl.DataFrame:
+    """Per document: the asserted number (`claim`) and the other number it names (`named`: the one it denies,
+    citation years aside) as written and as numbers, and its cited year; null where one is missing."""
+    frame = d.select(
+        claim_text=d["claim"].str.extract(f"({_NUMBER})"),
+        named_text=d["content"].str.replace_all(_CITED, "").str.extract_all(_NUMBER),
+        cited=d["content"].str.extract(_CITED_YEAR).cast(pl.Float64, strict=False),
+    ).with_row_index("row")
+    number = pl.col("claim_text").str.replace_all(",", "").cast(pl.Float64, strict=False)
+    other = (
+        frame.with_columns(claim=number)
+        .explode("named_text")
+        .filter(pl.col("named_text").str.replace_all(",", "").cast(pl.Float64, strict=False) != pl.col("claim"))
+        .group_by("row")
+        .agg(pl.col("named_text").first())
+    )
+    pair = frame.drop("named_text").join(other, on="row", how="left").sort("row")
+    return pair.with_columns(
+        claim=number, named=pl.col("named_text").str.replace_all(",", "").cast(pl.Float64, strict=False)
+    )
+
+
 def value_gap(d: pl.DataFrame) -> dict[str, pl.Series]:
     """The gap between the asserted number and the other number the document names (the one it denies, citation
-    years aside) in powers of two: absolute, and relative to the larger number, alone and signed by which number is
-    the larger (near the end of a relation's range a near miss can move one way only); -99 where either is missing.
-    """
-    number = pl.element().str.replace_all(",", "").cast(pl.Float64, strict=False)
-    frame = d.select(
-        claim=d["claim"].str.extract(f"({_NUMBER})").str.replace_all(",", "").cast(pl.Float64, strict=False),
-        named=d["content"].str.replace_all(_CITED, "").str.extract_all(_NUMBER).list.eval(number),
-    ).with_row_index("row")
-    other = (
-        frame.explode("named")
-        .filter(pl.col("named") != pl.col("claim"))
-        .group_by("row")
-        .agg(pl.col("named").first(), pl.col("claim").first())
-    )
+    years aside) in powers of two: absolute, and relative to the larger number, alone and where the denied number is
+    the larger (else -99; near the end of a relation's range a near miss can move one way only); -99 where either is
+    missing."""
     absolute = (pl.col("named") - pl.col("claim")).abs()
     relative = absolute / pl.max_horizontal(pl.col("named").abs(), pl.col("claim").abs())
-    gap = frame.select("row").join(other, on="row", how="left").sort("row")
     above = (pl.col("named") > pl.col("claim")).fill_null(False)
-    return gap.select(
-        gap_absolute=_log2(absolute.clip(1e-6)),
-        gap_relative=_log2(relative.clip(1e-6)),
-        gap_above=pl.when(above).then(_log2(relative.clip(1e-6))).otherwise(-99),
-    ).to_dict()
+    return (
+        _pair(d)
+        .select(
+            gap_absolute=_log2(absolute.clip(1e-6)),
+            gap_relative=_log2(relative.clip(1e-6)),
+            gap_above=pl.when(above).then(_log2(relative.clip(1e-6))).otherwise(-99),
+        )
+        .to_dict()
+    )
+
+
+def number_pair(d: pl.DataFrame) -> pl.DataFrame:
+    """The two numbers a document names as a reader of numbers takes them: each one's size (log10), significant
+    figures and decimals, the cited year, and the answer type (which the question tells); NaN where one is missing.
+    A model of these learns where true answers of a kind lie and how they are written, and so whether a document's
+    asserted number is the one drawn from the other or the other way round."""
+    pair = _pair(d)
+
+    def shape(text: str, value: str) -> dict[str, pl.Expr]:
+        digits = pl.col(text).str.replace_all(",", "").str.replace(".", "", literal=True).str.strip_chars("0")
+        return {
+            f"{value}_log": pl.col(value).clip(1e-6).log10(),
+            f"{value}_figures": digits.str.len_chars().cast(pl.Float64),
+            f"{value}_decimals": pl.col(text).str.extract(r"\.(\d+)").str.len_chars().cast(pl.Float64).fill_null(0),
+        }
+
+    return pair.select(
+        **shape("claim_text", "claim"),
+        **shape("named_text", "named"),
+        cited=pl.col("cited"),
+        answer_type=d["answer_type"].replace_strict(ANSWER_TYPES, range(len(ANSWER_TYPES)), return_dtype=pl.Int64),
+    ).fill_nan(None)
 
 
 def _log2(value: pl.Expr) -> pl.Expr:

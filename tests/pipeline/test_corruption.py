@@ -4,14 +4,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import card, corruption
+from pipeline import corruption
 from pipeline.corruption import COHERENT, ENTITY, INVERSION, NUMBER
 from pipeline.pools import build_pools
 from pipeline.sources import elements, geonames, synthetic
 from reward_api.scoring import normalize
-from tests.pipeline.moves import outside_statement
 
-YEARS = corruption.YEAR_SHIFT
 COUNTRIES = ["France", "Spain", "Italy", "Chad", "Peru", "Fiji", "Oman", "Laos"]
 
 
@@ -152,20 +150,19 @@ def test_number_claims_are_written_like_the_true_answers_of_their_relation(real_
 
 
 def test_number_claims_move_as_far_as_the_card_says(real_numbers):
-    """Years by YEAR_SHIFT, other numbers multiplied or divided by 1 + QUANTITY_SHIFT % at their own rounding; only
-    1, 2 and 3 move further, by one. Every bound is reached."""
+    """Years by YEAR_SHIFT, other numbers by QUANTITY_SHIFT % give or take the rounding to their relation's figures
+    (a head count of 1,000 moved by 40 % was a wider miss than stated); only 1 and 2 move further, by one."""
     facts, claims = real_numbers
-    year = (facts["answer_type"] == "year").to_numpy()
-    below = card.ONE_STEP_BELOW
-    shift = corruption.QUANTITY_SHIFT
-    assert below == 4 and not outside_statement(facts["answer"], pl.Series(claims), year, YEARS, shift, below).any()
     truth = facts["answer"].str.replace_all(",", "").cast(pl.Float64).to_numpy()
     claim = pl.Series(claims).str.replace_all(",", "").cast(pl.Float64).to_numpy()
-    assert {abs(claim - truth)[year].min(), abs(claim - truth)[year].max()} == set(YEARS)
-    factor = (np.maximum(claim, truth) / np.minimum(claim, truth))[~year & (truth >= 1000)]
-    assert factor.min() < 1 + shift[0] / 100 + 0.001 and factor.max() > 1 + shift[1] / 100 - 0.001
-    down = (claim < truth)[~year]
-    assert 0.4 < down.mean() < 0.6
+    year = (facts["answer_type"] == "year").to_numpy()
+    years = np.abs(claim - truth)[year]
+    assert years.min() == corruption.YEAR_SHIFT[0] and years.max() == corruption.YEAR_SHIFT[1]
+    share = (np.abs(claim - truth) / truth * 100)[~year]
+    least, most = corruption.QUANTITY_SHIFT
+    one_step = np.isin(truth[~year], [1, 2])  # the least move, by one, is more than 35 % of them
+    assert share[~one_step].min() >= least - 0.5 and share[~one_step].max() <= most + 0.5
+    assert set(np.abs(claim - truth)[~year][one_step]) == {1}
 
 
 def test_number_falls_back_to_entity_without_a_number(facts, pools):
@@ -190,55 +187,71 @@ def test_entity_of_a_number_in_a_small_relation_falls_back_to_number(facts, pool
     assert all(v.isdigit() and v != "7" for v in values)
 
 
-def test_inversion_moves_a_number_and_substitutes_a_name(facts, pools):
-    """An inversion asserts what a number claim would: a near miss of a number (whatever the relation's size), else
-    an entity claim's substitute. Clean documents draw the value they deny alike, so the value sets no kind apart."""
+def test_inversion_draws_like_entity(facts, pools):
+    """An inversion's value is an entity claim's: true answers of the relation, or a near miss in a small one."""
     truths = corruption.truths(facts, pools)
     rows = [8] * 40 + [9] * 40 + [0] * 40
     inverted, inverted_keys, applied = _claims(truths, rows, INVERSION)
     assert set(applied) == {INVERSION}
-    numbers, number_keys, number_kinds = _claims(truths, rows, NUMBER)  # an entity substitute where no number is
-    assert inverted == numbers and (inverted_keys == number_keys).all() and set(number_kinds[80:]) == {ENTITY}
+    entity, entity_keys, _ = _claims(truths, rows, ENTITY)
+    assert inverted == entity and (inverted_keys == entity_keys).all()
     years = np.array([int(v) for v in inverted[:40]])
     assert ((np.abs(years - 1987) >= 1) & (np.abs(years - 1987) <= 20)).all() and len(set(years)) > 10
     assert len(set(inverted[40:80])) > 10 and set(inverted[80:]) <= set(COUNTRIES) - {"France"}
 
 
-def test_inversion_of_a_number_in_a_big_relation_is_a_near_miss_not_another_answer(pools):
-    """A head count of 88,400 is denied for 76 employees no more: another fact's answer can be orders of magnitude
-    off, a near miss reads like a real dispute."""
-    counts = ["88,400", "76", "1,200", "540,000", "9,100", "31"]
-    truths = corruption.truths(_facts([(c, [], "quantity", "employees") for c in counts]), pools)
-    values, _, applied = _claims(truths, [0] * 60, INVERSION)
-    assert set(applied) == {INVERSION} and len(set(values)) > 10
-    ratio = np.array([int(v.replace(",", "")) for v in values]) / 88_400
-    assert ((np.abs(ratio - 1) >= 0.05) & (np.abs(ratio - 1) <= 0.36)).all()
+def test_inversion_of_a_number_in_a_big_relation_is_a_neighbouring_true_answer(pools):
+    """A founding year is inverted to another true founding year a few years away, not to one from anywhere (76
+    employees were denied where 88,400 work), and claims fall on each decade as often as truths do, at the ends too:
+    the pairing draws (truth, claim) as often as (claim, truth)."""
+    years = [str(1900 + i // 3) for i in range(300)]  # 100 years, three facts each
+    truths = corruption.truths(_facts([(y, [], "year", "founded") for y in years]), pools)
+    rows = np.repeat(np.arange(300), 60)
+    values, _, applied = _claims(truths, rows, INVERSION)
+    assert set(applied) == {INVERSION}
+    truth, claim = np.array([int(years[r]) for r in rows]), np.array([int(v) for v in values])
+    half = round(300 * corruption.NEIGHBOURS)  # ranks: a block of 2 * half ranks spans 10 years
+    assert (claim != truth).all() and np.abs(claim - truth).max() <= 2 * half // 3 and len(set(claim)) == 100
+    decades = np.bincount((claim - 1900) // 10, minlength=10) / len(claim)
+    assert np.abs(decades - 0.1).max() < 0.01
 
 
-def test_resolve_moves_the_numbers_it_is_given_around(pools):
-    """`around` replaces the answer as the number a near miss moves (a corrupt document denies a value near its own
-    claim); the answer itself stays forbidden and the gap is kept from the number moved."""
-    counts = ["88,400", "76", "1,200", "540,000", "9,100", "31", "150,000"]
+def test_neighbours_pair_ranks_by_a_matching():
+    """For every phase, the pick is an involution of the ranks: b is a's neighbour exactly when a is b's."""
+    size = 37
+    values = pl.Series([str(v) for v in range(100, 100 + size)])
+    ranked = corruption.Neighbours.of(
+        corruption.Substitutes(
+            values=values,
+            keys=_keys(values),
+            start=np.array([0]),
+            size=np.array([size]),
+            own_first=np.zeros(1, dtype=np.int64),
+            own_count=np.zeros(1, dtype=np.int64),
+        )
+    )
+    block = 2 * round(size * corruption.NEIGHBOURS)
+    for phase in range(block):
+        u = np.column_stack([np.full(size, (phase + 0.5) / block), np.zeros(size)])
+        partner = ranked.pick(np.zeros(size, dtype=np.int64), np.arange(100, 100 + size, dtype=float), u)
+        assert (partner[partner] == np.arange(size)).all() and (np.abs(partner - np.arange(size)) < block).all()
+
+
+def test_a_denial_is_a_neighbour_of_the_number_it_stands_against(pools):
+    """With `around`, a neighbour is drawn near the given number (a corrupt document's own claim), never the truth."""
+    counts = [str(n) for n in range(1000, 101_000, 1000)]  # 1,000 .. 100,000
     truths = corruption.truths(_facts([(c, [], "quantity", "employees") for c in counts]), pools)
-    rows = np.zeros(400, dtype=np.int64)
-    claimed = ["150,000"] * 200 + ["92,000"] * 200  # the second within reach of the truth
-    numeric, value, decimals = corruption.numbers(pl.Series(claimed))
-    assert numeric.all() and (decimals == 0).all() and value[0] == 150_000
+    rows = np.zeros(400, dtype=np.int64)  # truth: 1000
+    numeric, value, decimals = corruption.numbers(pl.Series(["80,300"] * 200 + ["2,300"] * 200))
+    assert numeric.all() and value[0] == 80_300 and (decimals == 0).all()
 
     def draw(items, round_):
         return np.random.default_rng(round_ + 5).random((len(rows), corruption.U_COLUMNS))[items]
 
-    values, _, _ = corruption.resolve(truths, rows, np.full(len(rows), INVERSION), draw, around=(value, decimals))
-    got = np.array([int(v.replace(",", "")) for v in values.to_list()])
-    gap = np.abs(got / value - 1)
-    assert ((gap >= 0.05) & (gap <= 0.36)).all() and 88_400 not in got
-    assert len(set(got[200:])) > 10
-
-
-def test_numbers_reads_decimals_and_leaves_words(pools):
-    numeric, value, decimals = corruption.numbers(pl.Series(["15.999", "5 km", "21st", "Paris", "1,200"]))
-    assert numeric.tolist() == [True, True, False, False, True]
-    assert value[numeric].tolist() == [15999, 5, 1200] and decimals[numeric].tolist() == [3, 0, 0]
+    got, _, _ = corruption.resolve(truths, rows, np.full(len(rows), INVERSION), draw, around=(value, decimals))
+    got = np.array([int(v) for v in got.to_list()])
+    assert (np.abs(got[:200] - 80_300) <= 10_000).all() and len(set(got[:200])) > 5
+    assert 1000 not in got and (np.abs(got[200:] - 2300) <= 10_000).all()
 
 
 def test_coherent_asserts_a_wrong_value(facts, pools):
@@ -330,18 +343,22 @@ def test_near_misses_stay_inside_the_range_of_the_relations_answers(pools):
 
 
 def test_a_wrong_count_is_never_within_a_rounding_of_the_truth(pools):
-    """Other cities' populations as substitutes: "about 200,000" where 202,402 live would be true (a factor of 1.012,
-    below 1 + MIN_COUNT_GAP either way). Counts below
-    SEPARATED_FROM (atomic numbers) and years are exact, so a neighbouring value stays a fair wrong claim."""
+    """Other cities' populations as substitutes: "about 200,000" where 202,402 live would be true. An inversion's
+    neighbour, a true answer near the truth, may lie closer (205,000), but never where either number, read as rounded
+    at its last nonzero digit, states the other. Counts below SEPARATED_FROM (atomic numbers) and years are exact,
+    so a neighbouring value stays a fair wrong claim."""
     populations = ["202,402", "200,000", "198,645", "205,000", "150,000", "260,000", "310,000", "99,500"]
     small = [str(n) for n in range(20, 32)]
     facts = _facts([(p, [], "quantity", "city_population") for p in populations])
     facts = pl.concat([facts, _facts([(n, [], "quantity", "atomic_number") for n in small])])
     truths = corruption.truths(facts, pools)
-    for level in (ENTITY, INVERSION, NUMBER):
+    for level in (ENTITY, NUMBER):
         values, _, _ = _claims(truths, [0] * 400, level)
         numbers = np.array([float(v.replace(",", "")) for v in values])
-        factor = np.maximum(numbers, 202_402) / np.minimum(numbers, 202_402)
-        assert (factor >= 1 + corruption.MIN_COUNT_GAP).all(), level
+        assert (np.abs(numbers - 202_402) >= 0.05 * 202_402).all(), level
+    values, _, _ = _claims(truths, [0] * 400, INVERSION)
+    rounding = {v: 10 ** (len(v.replace(",", "")) - len(v.replace(",", "").rstrip("0"))) for v in values}
+    assert "200,000" not in values and "205,000" in values  # the ranks next to 202,402
+    assert all(2 * abs(int(v.replace(",", "")) - 202_402) > rounding[v] for v in values)
     values, _, _ = _claims(truths, [len(populations)] * 400, ENTITY)  # truth: 20
     assert "21" in values

@@ -103,11 +103,12 @@ def test_no_single_document_cue_tells_corrupt_from_clean(docs):
 
 
 def test_a_document_denies_a_number_near_the_one_it_asserts(docs):
-    """Inversions deny the true number and assert a near miss of it; every other document denies a near miss of the
-    number it asserts, so a denial reads like a real dispute (76 employees were once denied where 88,400 work).
+    """Inversions deny the true number and assert a true answer of the relation near it; every other document denies
+    such a neighbour of the number it asserts, so a denial reads like a real dispute (76 employees were once denied
+    where 88,400 work).
 
-    Neither the gap between the two numbers, its direction, nor a digit swap (once a tell: 1987 denied, 1978
-    asserted) marks a document as corrupt.
+    Neither the gap between the two numbers, its direction, which of the two is written more precisely, nor a digit
+    swap (once a tell: 1987 denied, 1978 asserted) marks a document as corrupt.
     """
     number = r"\d[\d,]*(?:\.\d+)?"
     read = pl.element().str.replace_all(",", "").cast(pl.Float64)
@@ -121,9 +122,14 @@ def test_a_document_denies_a_number_near_the_one_it_asserts(docs):
     year, corrupt = (numbers["answer_type"] == "year").to_numpy(), numbers["corrupt"].to_numpy()
     assert min((year & corrupt).sum(), (~year & corrupt).sum()) > 50
     gap = np.where(year, denied - asserted, np.log(np.maximum(denied, 0.5) / np.maximum(asserted, 0.5)))
-    assert (np.abs(gap[year]) <= 20).mean() > 0.99 and (np.abs(gap[~year]) <= np.log(1.4)).mean() > 0.99
+    assert (np.abs(gap[year]) <= 20).mean() > 0.95
+    figures = [
+        np.array([len(f"{v:.6f}".replace(".", "").strip("0")) for v in values]) for values in (asserted, denied)
+    ]
+    finer = np.sign(figures[1] - figures[0])
     for kind in (year, ~year):
-        assert 0.4 < _auc(np.abs(gap[kind]), corrupt[kind]) < 0.6 and 0.4 < _auc(gap[kind], corrupt[kind]) < 0.6
+        for cue in (np.abs(gap), gap, finer):
+            assert 0.4 < _auc(cue[kind], corrupt[kind]) < 0.6
     text = numbers.select(pl.col("denied").list.first().cast(pl.Int64).cast(pl.String), "claim").rows()
     swapped = np.array([a != b and sorted(a) == sorted(b) for a, b in text]) & year
     assert swapped[corrupt].mean() < 0.1 and swapped[~corrupt].mean() < 0.1
@@ -360,16 +366,19 @@ def test_no_cited_year_gives_a_fictional_entitys_other_facts_away(docs, facts_di
     assert abs(np.corrcoef(cited["year"], cited["founded"])[0, 1]) < 0.1  # with a founding bound they rise together
 
 
-def test_cited_years_of_year_documents_follow_every_year_their_episode_names(docs):
-    """Not only their own: were a document's report year bounded by its own claim, or a claimed year cited by another
-    document of the episode, a wrong claim would show (the truth was never cited)."""
+def test_cited_years_of_year_documents_follow_the_years_they_name(docs):
+    """A report comes after the years it states; its bound is the document's own, not the episode's (whose years
+    cluster around the truth and would say where a document's claim stands among the others')."""
     year = docs.filter(pl.col("answer_type") == "year")
     assert year.height > 100
+    below_others = 0
     for _, episode in year.group_by("episode_id"):
         contents = episode["content"].to_list()
-        cited = {int(y) for content in contents for y in re.findall(CITED, content)}
-        named = {int(y) for content in contents for y in re.findall(r"\b\d{4}\b", re.sub(CITED, "", content))}
-        assert cited and min(cited) > max(named), contents
+        named = [[int(y) for y in re.findall(r"\b\d{4}\b", re.sub(CITED, "", c))] for c in contents]
+        cited = [int(y) for c in contents for y in re.findall(CITED, c)]
+        assert all(c > max(n) for c, n in zip(cited, named, strict=True)), contents
+        below_others += sum(c < max(map(max, named)) for c in cited)
+    assert below_others > 0
 
 
 def test_no_document_cites_a_year_its_episode_claims_or_denies(docs):
