@@ -55,8 +55,11 @@ SEPARATED_FROM = 1000  # sources write quantities from here up with thousands se
 # 159,610 is a fair dispute.
 MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
 # A neighbour lies within twice this share of its relation's answers, ranked by value, of the number it stands
-# against (a founding year among 8,000 lies within about three years).
-NEIGHBOURS = 0.05
+# against (a founding year among 8,000 within about three years; a head count within a factor of about 1.3). Redraws
+# from NEIGHBOUR_ROUNDS on reach twice as far each round, so that ties (a round 100,000 many cities share) or
+# avoided values filling a neighbourhood never send a pick far.
+NEIGHBOURS = 0.025
+NEIGHBOUR_ROUNDS = 4
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
 ANY_PRECISION = 19
 # A number with text around it ("$5 million", "100kg"); an ordinal or a decade ("21st", "the 1990s") is a word: a
@@ -167,9 +170,10 @@ class Neighbours:
             size=size,
         )
 
-    def pick(self, group: np.ndarray, number: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """Per item: the index of a neighbour of `number` in its group (which must have a ranking). `number`'s rank
-        is its own among equal answers (drawn with u[:, 1]), or where it would stand; the phase is u[:, 0]."""
+    def pick(self, group: np.ndarray, number: np.ndarray, u: np.ndarray, reach: int = 1) -> np.ndarray:
+        """Per item: the index of a neighbour of `number` in its group (which must have a ranking), in blocks `reach`
+        times the usual size. `number`'s rank is its own among equal answers (drawn with u[:, 1]), or where it would
+        stand; the phase is u[:, 0]."""
         start, size = self.start[group], self.size[group]
         rank = np.zeros(len(group), dtype=np.int64)
         for g in np.unique(group):
@@ -178,7 +182,7 @@ class Neighbours:
             low, high = np.searchsorted(ranked, number[at], "left"), np.searchsorted(ranked, number[at], "right")
             rank[at] = low + (u[at, 1] * (high - low)).astype(np.int64)
         rank = np.minimum(rank, size - 1)
-        block = 2 * np.maximum(np.round(size * NEIGHBOURS).astype(np.int64), 1)
+        block = 2 * np.maximum(np.round(size * NEIGHBOURS).astype(np.int64), 1) * reach
         phase = (u[:, 0] * block).astype(np.int64)
         first = (rank + phase) // block * block - phase
         low, high = np.maximum(first, 0), np.minimum(first + block, size)
@@ -361,9 +365,9 @@ def claims(
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
-    neighbours are drawn again, then give way to substitutes, which move on to distinct values. Near misses and
-    neighbours stand against the fact's answer, or with `around` (value, decimals per item, as `numbers` gives them)
-    against those numbers.
+    neighbours are drawn again, then from ever wider neighbourhoods; substitutes move on to distinct values. Near
+    misses and neighbours stand against the fact's answer, or with `around` (value, decimals per item, as `numbers`
+    gives them) against those numbers.
     """
     numeric = t.numeric[rows]
     perturb = np.where((levels == ENTITY) | (levels == INVERSION), ~t.entity_ok[rows], numeric)
@@ -375,7 +379,8 @@ def claims(
     p = rows[at]
     moved = _near_miss(t, p, value[at], decimals[at], u[at], round_)
     numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
-    neighbour = t.neighbours.pick(t.group[rows[by]], value[by] / 10.0 ** decimals[by], u[by])
+    reach = 2 ** max(round_ - NEIGHBOUR_ROUNDS, 0)
+    neighbour = t.neighbours.pick(t.group[rows[by]], value[by] / 10.0 ** decimals[by], u[by], reach)
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
     pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
@@ -387,7 +392,7 @@ def claims(
 
 def _neighbourly(t: Truths, rows: np.ndarray, levels: np.ndarray, round_: int) -> np.ndarray:
     """Per item: its value is a neighbour (an inversion of a number in a ranked group, before redraws give up)."""
-    return (levels == INVERSION) & t.ranked[rows] & (round_ < SPREAD_ROUNDS)
+    return (levels == INVERSION) & t.ranked[rows] & (round_ < 2 * SPREAD_ROUNDS)
 
 
 def _near_miss(

@@ -250,8 +250,8 @@ def test_a_denial_is_a_neighbour_of_the_number_it_stands_against(pools):
 
     got, _, _ = corruption.resolve(truths, rows, np.full(len(rows), INVERSION), draw, around=(value, decimals))
     got = np.array([int(v) for v in got.to_list()])
-    assert (np.abs(got[:200] - 80_300) <= 10_000).all() and len(set(got[:200])) > 5
-    assert 1000 not in got and (np.abs(got[200:] - 2300) <= 10_000).all()
+    assert (np.abs(got[:200] - 80_300) <= 4_000).all() and len(set(got[:200])) > 2  # blocks of 4 ranks
+    assert 1000 not in got and (np.abs(got[200:] - 2300) <= 8_000).all()  # 1,000 is the truth: redraws reach on
 
 
 def test_coherent_asserts_a_wrong_value(facts, pools):
