@@ -61,7 +61,7 @@ KIND_NOTES = {
     "inversion": (
         "wording that denies the true answer while asserting a wrong one, drawn like true answers (for a number, a "
         "true answer of the relation near it); every other document denies a value drawn the same way from its own "
-        "claim, so a document's two values are drawn alike whatever its kind"
+        "claim, so that a clean document's two values and an inversion's have one law"
     ),
     "coherent": "a fabrication that may repeat another corrupt document's claim, so that wrong documents agree",
 }

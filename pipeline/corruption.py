@@ -14,11 +14,11 @@ deterministically, and the kind really applied is returned next to each claim:
   value (`Neighbours`); else what an entity claim takes (a substitute, or a near miss of a number in a small
   relation). Only the document's wording, which denies the true answer, sets the kind apart. Every other document
   denies a value drawn the same way around its own claim (`resolve`'s `around`). A neighbour pairing is symmetric
-  (a matching of ranked answers), so a clean document's (claim, denied) pair and an inversion's (denied, claim) pair
-  are drawn alike: neither the two numbers, their gap, its direction nor their precision tells the kinds apart,
-  and a denial reads like a real dispute (a founding year a few years off), not like another fact's answer drawn
-  from anywhere (76 employees denied where 88,400 work). (Transposed digits, 1987 -> 1978, were a tell: years
-  like 1908 are rare among true answers.)
+  (a matching of ranked answers), so a clean document's (claim, denied) pair and an inversion's have one law:
+  neither the two numbers, their gap, its direction nor their precision tells the kinds apart (up to redraws, at
+  the ends of a relation's range), and a denial reads like a real dispute (a founding year a few years off), not
+  like another fact's answer drawn from anywhere (76 employees denied where 88,400 work). (Transposed digits,
+  1987 -> 1978, were a tell: years like 1908 are rare among true answers.)
 - coherent: a near miss or a substitute, asserted by an authoritative fabrication (or a copy of an
   earlier corrupt document's claim, chosen by the caller).
 
@@ -54,10 +54,10 @@ SEPARATED_FROM = 1000  # sources write quantities from here up with thousands se
 # Neighbours, true answers themselves, need only not be the other number rounded (`_too_close`): 158,233 against
 # 159,610 is a fair dispute.
 MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
-# A neighbour lies within twice this share of its relation's answers, ranked by value, of the number it stands
-# against (a founding year among 8,000 within about three years; a head count within a factor of about 1.3). Redraws
-# from NEIGHBOUR_ROUNDS on reach twice as far each round, so that ties (a round 100,000 many cities share) or
-# avoided values filling a neighbourhood never send a pick far.
+# A neighbour lies at most this share of its relation's answers, ranked by value, from the number it stands against,
+# and past every answer that shares that number's value (a founding year among 8,000, about 140 a year, lies one to
+# three years away; a head count within a factor of about 1.3). Redraws after NEIGHBOUR_ROUNDS reach twice as far
+# each round, so that avoided values filling a neighbourhood never send a pick far.
 NEIGHBOURS = 0.025
 NEIGHBOUR_ROUNDS = 4
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
@@ -139,12 +139,15 @@ class Substitutes:
 @dataclass(frozen=True)
 class Neighbours:
     """The numeric answers of each group ranked by value: group g holds number[start[g] : start[g] + size[g]]
-    (size 0 where fewer than MIN_GROUP answers are numbers), with their texts and keys.
+    (size 0 where fewer than MIN_GROUP answers are numbers), with their texts and keys, and `tie[g]`, the most
+    answers of g that share one value.
 
-    A pick pairs ranks by a matching: ranks are cut into blocks of 2 * half (shifted by a drawn phase, clipped at
-    the ends) and each rank is paired with its mirror image in its block. Every such pairing is symmetric, so a pick
-    from the truth and a pick to it are equally likely: an inversion's (claim, denied) pair is drawn as a clean
-    document's (denied, claim) pair, whatever the answers' distribution and at its ends too.
+    A pick pairs ranks by a matching: for a drawn shift longer than any tie (so a rank is never paired with its own
+    value) and a drawn phase, ranks are cut into blocks of twice the shift, and each rank of a block's first half is
+    paired with the rank `shift` after it (a block clipped at an end pairs its halves alike; an odd one leaves its
+    middle rank unpaired, which a redraw then moves on). Every such pairing is symmetric, so a document's (claim,
+    denied) pair is drawn with the same law whichever of the two is the truth: an inversion's pairs are clean
+    documents' pairs, whatever the answers' distribution and at its ends too.
     """
 
     number: np.ndarray
@@ -152,28 +155,33 @@ class Neighbours:
     keys: np.ndarray
     start: np.ndarray
     size: np.ndarray
+    tie: np.ndarray
 
     @classmethod
     def of(cls, substitutes: Substitutes) -> Neighbours:
         numeric, value, decimals = numbers(substitutes.values)
-        group = np.repeat(np.arange(len(substitutes.start)), substitutes.size)
+        groups = len(substitutes.start)
+        group = np.repeat(np.arange(groups), substitutes.size)
         number = np.where(numeric, value / 10.0**decimals, np.nan)
-        counts = np.bincount(group[numeric], minlength=len(substitutes.start))
-        kept = numeric & (counts >= MIN_GROUP)[group]
+        kept = numeric & (np.bincount(group[numeric], minlength=groups) >= MIN_GROUP)[group]
         order = np.flatnonzero(kept)[np.lexsort((number[kept], group[kept]))]
-        size = np.bincount(group[order], minlength=len(substitutes.start))
+        runs = pl.DataFrame({"group": group[order], "number": number[order]}).group_by("group", "number").len()
+        tie = np.zeros(groups, dtype=np.int64)
+        np.maximum.at(tie, runs["group"].to_numpy(), runs["len"].to_numpy().astype(np.int64))
+        size = np.bincount(group[order], minlength=groups)
         return cls(
             number=number[order],
             values=substitutes.values.gather(order),
             keys=substitutes.keys[order],
             start=np.r_[0, np.cumsum(size)[:-1]].astype(np.int64),
             size=size,
+            tie=tie,
         )
 
     def pick(self, group: np.ndarray, number: np.ndarray, u: np.ndarray, reach: int = 1) -> np.ndarray:
-        """Per item: the index of a neighbour of `number` in its group (which must have a ranking), in blocks `reach`
-        times the usual size. `number`'s rank is its own among equal answers (drawn with u[:, 1]), or where it would
-        stand; the phase is u[:, 0]."""
+        """Per item: the index of a neighbour of `number` in its group (which must have a ranking), `reach` times as
+        far as usual. `number`'s rank is its own among equal answers (drawn with u[:, 1]), or where it would stand;
+        the phase is u[:, 0] and the shift, from past the longest tie to NEIGHBOURS of the ranks, u[:, 2]."""
         start, size = self.start[group], self.size[group]
         rank = np.zeros(len(group), dtype=np.int64)
         for g in np.unique(group):
@@ -182,11 +190,15 @@ class Neighbours:
             low, high = np.searchsorted(ranked, number[at], "left"), np.searchsorted(ranked, number[at], "right")
             rank[at] = low + (u[at, 1] * (high - low)).astype(np.int64)
         rank = np.minimum(rank, size - 1)
-        block = 2 * np.maximum(np.round(size * NEIGHBOURS).astype(np.int64), 1) * reach
-        phase = (u[:, 0] * block).astype(np.int64)
-        first = (rank + phase) // block * block - phase
-        low, high = np.maximum(first, 0), np.minimum(first + block, size)
-        return start + low + high - 1 - rank
+        least = self.tie[group] + 1
+        most = np.maximum(np.round(size * NEIGHBOURS).astype(np.int64), least)
+        shift = (least + (u[:, 2] * (most - least + 1)).astype(np.int64)) * reach
+        phase = (u[:, 0] * 2 * shift).astype(np.int64)
+        first = (rank + phase) // (2 * shift) * (2 * shift) - phase
+        low, high = np.maximum(first, 0), np.minimum(first + 2 * shift, size)
+        half, offset = (high - low) // 2, rank - low
+        step = high - low - half  # half, or half + 1 in an odd block (whose middle rank stays unpaired)
+        return start + np.where(offset < half, rank + step, np.where(offset >= step, rank - step, rank))
 
 
 @dataclass(frozen=True)
@@ -358,16 +370,15 @@ def claims(
     rows: np.ndarray,
     levels: np.ndarray,
     u: np.ndarray,
-    round_: int = 0,
-    around: tuple[np.ndarray, np.ndarray] | None = None,
+    round_: int,
+    around: tuple[np.ndarray, np.ndarray],
 ) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     """One wrong-value attempt per item: values, their keys (`key_expr`) and the kinds applied.
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
     neighbours are drawn again, then from ever wider neighbourhoods; substitutes move on to distinct values. Near
-    misses and neighbours stand against the fact's answer, or with `around` (value, decimals per item, as `numbers`
-    gives them) against those numbers.
+    misses and neighbours stand against `around` (value, decimals per item, as `numbers` gives them).
     """
     numeric = t.numeric[rows]
     perturb = np.where((levels == ENTITY) | (levels == INVERSION), ~t.entity_ok[rows], numeric)
@@ -375,7 +386,7 @@ def claims(
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
     near = _neighbourly(t, rows, levels, round_)
     at, by, rest = np.flatnonzero(perturb), np.flatnonzero(near), np.flatnonzero(~perturb & ~near)
-    value, decimals = (t.value[rows], t.decimals[rows]) if around is None else around
+    value, decimals = around
     p = rows[at]
     moved = _near_miss(t, p, value[at], decimals[at], u[at], round_)
     numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
@@ -463,19 +474,22 @@ def _too_close(
     t: Truths, rows: np.ndarray, values: pl.Series, around: tuple[np.ndarray, np.ndarray], neighbour: np.ndarray
 ) -> np.ndarray:
     """Per item: a wrong count within MIN_COUNT_GAP of the count it stands against (`around`, by default the fact's
-    true count; years and small numbers are exact). A neighbour is a true answer, so the gap is the answers' own;
-    it is too close only where one of the two numbers, read as rounded at its last nonzero digit, would state the
-    other (200,000 against 202,402), a test that is the same whichever of the two is the truth."""
-    truth = around[0] / 10.0 ** around[1]
-    counted = np.flatnonzero(t.numeric[rows] & ~t.year[rows] & (truth >= SEPARATED_FROM))
+    true count; years and numbers below SEPARATED_FROM are exact). A neighbour is a true answer, so the gap is the
+    answers' own; it is too close only where one of the two numbers, read as rounded at its last nonzero digit (two
+    significant figures at the coarsest), would state the other (200,000 against 202,402): a test that, like its
+    bound, is the same whichever of the two is the truth."""
+    other = around[0] / 10.0 ** around[1]
+    counted = np.flatnonzero(t.numeric[rows] & ~t.year[rows])
     close = np.zeros(len(rows), dtype=bool)
-    if len(counted):
-        digits = values.gather(counted).str.replace_all(",", "").str.extract(r"(\d+(?:\.\d+)?)")
-        number, other = digits.cast(pl.Float64).fill_null(np.nan).to_numpy(), truth[counted]
-        gap = np.abs(number - other)
-        whole = np.nan_to_num(np.r_[number, other]).astype(np.int64)
-        rounding = (10 ** _trailing_zeros(whole)).reshape(2, -1).max(axis=0)
-        close[counted] = np.where(neighbour[counted], 2 * gap <= rounding, gap < MIN_COUNT_GAP * other)
+    if not len(counted):
+        return close
+    digits = values.gather(counted).str.replace_all(",", "").str.extract(r"(\d+(?:\.\d+)?)")
+    number, other = digits.cast(pl.Float64).fill_null(np.nan).to_numpy(), other[counted]
+    gap = np.abs(number - other)
+    whole = np.nan_to_num(np.r_[number, other]).astype(np.int64)
+    rounding = (10 ** np.minimum(_trailing_zeros(whole), np.maximum(_digits(whole) - 2, 0))).reshape(2, -1)
+    near = (2 * gap <= rounding.max(axis=0)) & (np.fmax(number, other) >= SEPARATED_FROM)
+    close[counted] = np.where(neighbour[counted], near, (gap < MIN_COUNT_GAP * other) & (other >= SEPARATED_FROM))
     return close
 
 

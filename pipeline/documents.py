@@ -1040,12 +1040,12 @@ def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, claim: pl.Series
     or from a later year `since` to LAST_CITED_YEAR.
 
     Where the answer is a year, the cited report comes after both years the document names (a 2006 report cannot
-    state a 2007 founding): uniform over the other years from the later of them to LAST_CITED_YEAR, or the year after
-    it where that is later still. The exclusions are the episode's, the same for all its documents: were they a
-    document's own, a claimed year cited by another document would mark that claim as wrong (the truth is never
-    cited). The bound is the document's own: a document's two years are drawn alike whatever its kind (an
-    inversion's pair is a clean document's turned round), so a bound from them is too, while a bound from every year
-    of the episode would say where the document's years stand among the others' (the truth's neighbours cluster
+    state a 2007 founding): uniform over the other years from the later of them to LAST_CITED_YEAR, or from the year
+    after it, with room past the excluded years, where that is later still. The exclusions are the episode's, the
+    same for all its documents: were they a document's own, a claimed year cited by another document would mark that
+    claim as wrong (the truth is never cited). The bound is the document's own: an inversion's two years and a clean
+    document's are drawn with one law (`corruption.Neighbours`), so a bound from them is too, while a bound from every
+    year of the episode would say where the document's years stand among the others' (the truth's neighbours cluster
     around it; a founding year's entity claims scored AUC 0.59 on the claim, the denied year and the report year).
     """
     answered, *values = [_four_digits(v.str.replace_all(",", "", literal=True)) for v in (answer, claim, decoy)]
@@ -1056,7 +1056,7 @@ def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, claim: pl.Series
     low = np.where(truth > 0, first, since)
     high = np.where(
         truth > 0,
-        np.maximum(LAST_CITED_YEAR, first),
+        np.maximum(LAST_CITED_YEAR, first + (excluded >= first[:, None]).sum(axis=1)),  # room past the exclusions
         np.where(since > FIRST_CITED_YEAR, LAST_CITED_YEAR, FIRST_CITED_YEAR + CITED_YEARS - 1),
     )
     return _uniform_except(u, low, high, excluded)

@@ -243,7 +243,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
 def _decoys(ctx, seed, ids, fact, episode, doc, level, answer, claim, claim_key) -> pl.Series:
     """The value a document denies: the truth in an inversion, else a wrong value drawn around the document's own
     claim as an inversion draws its claim around the truth (a true answer near a number of a big relation, else a
-    substitute or a near miss), so a document's two values are drawn alike whatever its kind."""
+    substitute or a near miss), so that a clean document's two values and an inversion's have one law."""
     rows = np.flatnonzero(level != corruption.INVERSION)
     facts = fact[episode[rows]]
     around = ctx.truths.value[facts], ctx.truths.decimals[facts]

@@ -132,7 +132,8 @@ def value_gap(d: pl.DataFrame) -> dict[str, pl.Series]:
 
 def number_pair(d: pl.DataFrame) -> pl.DataFrame:
     """The two numbers a document names as a reader of numbers takes them: each one's size (log10), significant
-    figures and decimals, the cited year, and the answer type (which the question tells); NaN where one is missing.
+    figures and decimals, the cited year, and the answer type (which the question tells); missing (decimals: 0) where
+    a number is.
     A model of these learns where true answers of a kind lie and how they are written, and so whether a document's
     asserted number is the one drawn from the other or the other way round."""
     pair = _pair(d)

@@ -506,3 +506,13 @@ def test_few_documents_share_a_sentence_with_another_of_their_episode(docs):
         count = Counter(sentence for own in sentences for sentence in own)
         shared += sum(any(count[sentence] > 1 for sentence in own) for own in sentences)
     assert shared / docs.height < 0.05
+
+
+def test_a_report_year_leaves_room_past_the_years_its_episode_names():
+    """A document naming 2025 and 2023 reports after 2025; 2026, another document's claim, is excluded, so it cites
+    2027 rather than a year its episode names."""
+    claims = pl.Series(["2025", "2026", *["2025"] * 6])
+    decoys = pl.Series(["2023", "2024", *["2022"] * 6])
+    u = np.linspace(0, 0.99, 8)
+    cited = documents._years(u, np.full(8, 1990), pl.Series(["2025"] * 8), claims, decoys)
+    assert cited[0] == 2027 and not set(cited) & {2022, 2023, 2024, 2025, 2026}
