@@ -54,12 +54,13 @@ SEPARATED_FROM = 1000  # sources write quantities from here up with thousands se
 # Neighbours, true answers themselves, need only not be the other number rounded (`_too_close`): 158,233 against
 # 159,610 is a fair dispute.
 MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
-# A neighbour lies at most this share of its relation's answers, ranked by value, from the number it stands against,
-# and past every answer that shares that number's value (a founding year among 8,000, about 140 a year, lies one to
-# three years away; a head count within a factor of about 1.3). Redraws after NEIGHBOUR_ROUNDS reach twice as far
-# each round, so that avoided values filling a neighbourhood never send a pick far.
+# A neighbour lies past every answer that shares the value of the number it stands against, and up to this share of
+# its relation's answers ranked by value or twice that run, whichever is further (a founding year among 8,000, about
+# 200 a year, lies one to three years away; a head count within a factor of about 1.25). Redraws after
+# NEIGHBOUR_ROUNDS reach twice as far each round, so that avoided values filling a neighbourhood never send a pick
+# far, and the few items left take few rounds.
 NEIGHBOURS = 0.025
-NEIGHBOUR_ROUNDS = 4
+NEIGHBOUR_ROUNDS = 1
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
 ANY_PRECISION = 19
 # A number with text around it ("$5 million", "100kg"); an ordinal or a decade ("21st", "the 1990s") is a word: a
@@ -181,7 +182,8 @@ class Neighbours:
     def pick(self, group: np.ndarray, number: np.ndarray, u: np.ndarray, reach: int = 1) -> np.ndarray:
         """Per item: the index of a neighbour of `number` in its group (which must have a ranking), `reach` times as
         far as usual. `number`'s rank is its own among equal answers (drawn with u[:, 1]), or where it would stand;
-        the phase is u[:, 0] and the shift, from past the longest tie to NEIGHBOURS of the ranks, u[:, 2]."""
+        the phase is u[:, 0] and the shift, from past the longest tie to NEIGHBOURS of the ranks (at least twice the
+        tie), u[:, 2]."""
         start, size = self.start[group], self.size[group]
         rank = np.zeros(len(group), dtype=np.int64)
         for g in np.unique(group):
@@ -191,7 +193,7 @@ class Neighbours:
             rank[at] = low + (u[at, 1] * (high - low)).astype(np.int64)
         rank = np.minimum(rank, size - 1)
         least = self.tie[group] + 1
-        most = np.maximum(np.round(size * NEIGHBOURS).astype(np.int64), least)
+        most = np.maximum(np.round(size * NEIGHBOURS).astype(np.int64), 2 * least)
         shift = (least + (u[:, 2] * (most - least + 1)).astype(np.int64)) * reach
         phase = (u[:, 0] * 2 * shift).astype(np.int64)
         first = (rank + phase) // (2 * shift) * (2 * shift) - phase

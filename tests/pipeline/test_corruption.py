@@ -210,8 +210,9 @@ def test_inversion_of_a_number_in_a_big_relation_is_a_neighbouring_true_answer(p
     values, _, applied = _claims(truths, rows, INVERSION)
     assert set(applied) == {INVERSION}
     truth, claim = np.array([int(years[r]) for r in rows]), np.array([int(v) for v in values])
-    half = round(300 * corruption.NEIGHBOURS)  # ranks: a block of 2 * half ranks spans 10 years
-    assert (claim != truth).all() and np.abs(claim - truth).max() <= 2 * half // 3 and len(set(claim)) == 100
+    # A shift of 4 to 8 ranks, past the 3 answers of a year: 1 to 3 years (redraws reach further, rarely).
+    gap = np.abs(claim - truth)
+    assert (gap > 0).all() and (gap <= 3).mean() > 0.98 and len(set(claim)) == 100
     decades = np.bincount((claim - 1900) // 10, minlength=10) / len(claim)
     assert np.abs(decades - 0.1).max() < 0.01
     share = np.bincount(claim - 1900, minlength=100) / np.bincount(truth - 1900, minlength=100)
@@ -243,7 +244,7 @@ def test_neighbours_pair_ranks_by_a_matching_past_ties():
             u = np.column_stack([np.full(size, phase), within, np.full(size, shift_draw)])
             partner = ranked.pick(np.zeros(size, dtype=np.int64), number, u)
             assert (partner[partner] == ranks).all()
-            reach = max(round(size * corruption.NEIGHBOURS), 4)  # NEIGHBOURS of the ranks, past the ties of 3
+            reach = max(round(size * corruption.NEIGHBOURS), 2 * 4)  # NEIGHBOURS of the ranks, or twice past a tie
             paired, inner = partner != ranks, (ranks >= 2 * reach) & (ranks < size - 2 * reach)
             assert (number[partner] != number)[inner].all() and paired.mean() > 0.9  # a clipped end block may tie
             assert (np.abs(partner - ranks) <= reach).all()
@@ -262,8 +263,8 @@ def test_a_denial_is_a_neighbour_of_the_number_it_stands_against(pools):
 
     got, _, _ = corruption.resolve(truths, rows, np.full(len(rows), INVERSION), draw, around=(value, decimals))
     got = np.array([int(v) for v in got.to_list()])
-    assert (np.abs(got[:200] - 80_300) <= 4_000).all() and len(set(got[:200])) > 1  # 2 ranks either way
-    assert 1000 not in got and (np.abs(got[200:] - 2300) <= 8_000).all()  # 1,000 is the truth: redraws reach on
+    assert (np.abs(got[:200] - 80_300) <= 5_000).all() and len(set(got[:200])) > 3  # 2 to 4 ranks either way
+    assert 1000 not in got and (np.abs(got[200:] - 2300) <= 5_000).mean() > 0.9  # 1,000 is the truth: redraws reach on
 
 
 def test_coherent_asserts_a_wrong_value(facts, pools):
