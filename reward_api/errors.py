@@ -77,6 +77,17 @@ def _message(error: dict) -> str:
     return error.get("msg", "")
 
 
+def body_errors(exc: ValidationError) -> RequestValidationError:
+    """pydantic's errors for a body it parsed itself (`model_validate_json`), as FastAPI reports a body's: located
+    under "body", and a JSON syntax error without the input, which pydantic gives as the whole raw body."""
+    return RequestValidationError(
+        [
+            {**error, "loc": ("body", *error["loc"]), **({"input": {}} if error["type"] == "json_invalid" else {})}
+            for error in exc.errors()
+        ]
+    )
+
+
 def _handler(status: int | None):
     async def handle(_request: Request, exc: Exception) -> JSONResponse:
         if isinstance(exc, RequestValidationError | ValidationError):

@@ -8,8 +8,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from fastapi import Path
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    Tag,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from pipeline.schema import MAX_BUDGET, NUM_DOCS, SPLITS, TASKS
@@ -26,6 +37,16 @@ def _invalid(kind: str, message: str) -> PydanticCustomError:
     """A validation error whose context holds only text: a ValueError's context holds the exception itself, which
     the WebSocket session cannot serialise (it closed the session instead of reporting the error)."""
     return PydanticCustomError(kind, "{reason}", {"reason": message})
+
+
+def _digits(value: Any) -> Any:
+    """An id in a path is written in digits: int() would also read "3_0" as 30, and "+5", " 5" or "1.000"."""
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise _invalid("int_parsing", f"Input should be a valid integer: an episode id in digits, got {value!r}")
+    return value
+
+
+PathId = Annotated[int, Path(ge=0, description="Global episode id"), BeforeValidator(_digits)]
 
 
 class _MoveFields(BaseModel):
@@ -99,7 +120,8 @@ class ContextCorruptionState(State):
 class ResetBody(Closed):
     """POST /reset: an episode by id, or a seed mapped deterministically to an episode of a split (and task).
 
-    A split or task sent with an episode_id must be that episode's (else 404): it is never silently ignored."""
+    A split or task sent with an episode_id must be that episode's (else 404), and a seed is refused beside one: none
+    is silently ignored."""
 
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"episode_id": 42}, {"seed": 7, "split": "test", "task": "hard"}, {}]}
@@ -124,6 +146,12 @@ class ResetBody(Closed):
         if value is not None and value < 0:
             raise _invalid("episode_id", f"episode_id must be a non-negative integer, got {value}")
         return value
+
+    @model_validator(mode="after")
+    def _one_chooser(self):
+        if self.episode_id is not None and self.seed is not None:
+            raise _invalid("episode_or_seed", "send episode_id or seed, not both: a seed picks an episode")
+        return self
 
 
 class DocumentOut(BaseModel):

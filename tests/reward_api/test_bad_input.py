@@ -21,8 +21,12 @@ LONG_ANSWER = {"action_type": "submit_answer", "answer": "x" * 1001, "confidence
 
 CASES = [
     ("get", "/episodes/999999", None, 404, "no episode 999999"),
-    ("get", "/episodes/-1", None, 422, "greater than or equal to 0"),
+    ("get", "/episodes/-1", None, 422, "an episode id in digits, got '-1'"),
     ("get", "/episodes/abc", None, 422, "valid integer"),
+    ("get", "/episodes/3_0", None, 422, "an episode id in digits, got '3_0'"),  # int() reads 30
+    ("get", "/episodes/+5", None, 422, "in digits"),
+    ("get", "/episodes/1.000", None, 422, "in digits"),
+    ("get", "/episodes/%205", None, 422, "in digits"),
     ("post", "/reset", {"episode_id": 999999}, 404, "no episode"),
     ("post", "/reset", {"episode_id": -4}, 422, "non-negative"),
     ("post", "/reset", {"episode_id": "x1"}, 422, "non-negative"),
@@ -34,6 +38,7 @@ CASES = [
     ("post", "/reset", {"seed": 1, "task": "impossible"}, 422, "easy"),
     ("post", "/reset", {"seed": 1, "split": "dev"}, 422, "train"),
     ("post", "/reset", {"episode": 1}, 422, "Extra inputs"),
+    ("post", "/reset", {"episode_id": 5, "seed": 7}, 422, "send episode_id or seed, not both"),
     ("post", "/step", {"action": {**FLAG, "doc_id": 8}}, 422, "less than or equal to 7"),
     ("post", "/step", {"action": {**FLAG, "doc_id": -1}}, 422, "greater than or equal to 0"),
     ("post", "/step", {"action": {"action_type": "fly"}}, 422, "read_doc"),
@@ -104,6 +109,20 @@ def test_nan_infinity_surrogates_and_broken_json_are_422(http, path, raw):
     reply = http.post(path, content=raw, headers={"content-type": "application/json"})
     assert reply.status_code == 422, reply.text
     assert reply.json()["detail"]
+
+
+def test_score_batch_reports_errors_as_score_does(http):
+    """/score/batch parses its body with pydantic itself, whose errors were located without "body" and echoed the whole
+    raw body as the input of a JSON syntax error (2.4 MB for a 760 KB body)."""
+    bad = {**SUB, "confidence": 1.5}
+    (one,) = http.post("/score", json=bad).json()["detail"]
+    (batch,) = http.post("/score/batch", json={"submissions": [SUB, bad]}).json()["detail"]
+    assert one["loc"][0] == "body" and batch["loc"] == ["body", "submissions", 1, *one["loc"][1:]]
+    raw = json.dumps({"submissions": [SUB] * 5000})[:-2].encode() + b",]}"
+    reply = http.post("/score/batch", content=raw, headers={"content-type": "application/json"})
+    assert reply.status_code == 422 and len(reply.content) < 1000, reply.text[:300]
+    (error,) = reply.json()["detail"]
+    assert error["loc"] == ["body"] and error["input"] == {} and "trailing comma" in error["msg"]
 
 
 def test_a_refused_action_on_the_websocket_is_reported_and_the_session_goes_on(base_url):
