@@ -55,7 +55,8 @@ KIND_NOTES = {
     "number": (
         f"a near miss of a numeric answer: a year off by {YEAR_SHIFT[0]}-{YEAR_SHIFT[1]}, a quantity off by "
         f"{QUANTITY_SHIFT[0]}-{QUANTITY_SHIFT[1]} % (a number below {math.ceil(100 / QUANTITY_SHIFT[1])} by one), "
-        "written like the true answers of its relation (separators, significant figures, decimals)"
+        "written like the true answers of its relation (separators, significant figures, decimals; the rounding can "
+        "add half a percent)"
     ),
     "entity": "another plausible value of the same type, often the answer to the same question about something else",
     "inversion": (

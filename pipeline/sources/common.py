@@ -36,7 +36,8 @@ def current_name(name: str) -> str:
 
 class FactRows:
     """Collects one real-world source's facts row by row; `frame()` makes the typed DataFrame (typed even when
-    empty), with the SAME_NAMES of an answer and every spaced spelling (`with_spaced_aliases`) among its aliases."""
+    empty), with the SAME_NAMES of an answer, each spelling without its accents (`folded_aliases`: "Icelandic
+    Krona" scores as "Icelandic Króna" does) and every spaced spelling (`with_spaced_aliases`) among its aliases."""
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -45,7 +46,8 @@ class FactRows:
     def add(
         self, fact_id: str, relation: str, subject: str, question: str, answer: str, aliases: list[str], kind: str
     ) -> None:
-        spellings = dict.fromkeys([*aliases, *_OTHER_NAMES.get(answer, []), *written_variants(answer)])
+        written = [*aliases, *_OTHER_NAMES.get(answer, []), *written_variants(answer)]
+        spellings = dict.fromkeys([*written, *(f for name in (answer, *written) for f in folded_aliases(name))])
         for name, value in (
             ("fact_id", fact_id),
             ("question", question),

@@ -26,7 +26,6 @@ from pipeline.sources.common import (
     FactRows,
     ascii_fold,
     current_name,
-    folded_aliases,
     quantity,
     quantity_aliases,
 )
@@ -61,6 +60,7 @@ OTHER_CAPITALS = {
     "GQ": ["Malabo"],  # Ciudad de la Paz is designated; the government sits in Malabo
     "MS": ["Brades"],  # Plymouth, abandoned since 1997, is still the capital in law; Brades is the seat of government
     "US": ["Washington, D.C."],
+    "PW": ["Ngerulmud"],  # the seat of government since 2006, in Melekeok State, whose village GeoNames lists
 }
 # Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted by its
 # code and its name.
@@ -225,8 +225,7 @@ def country_facts(
     question = f"On which continent {'are' if _PLURAL.search(where) else 'is'} {where}?"
     facts = [("continent", question, continent, [other_continent] * bool(other_continent), "place")]
     if capital and iso not in CONTESTED_CAPITALS:
-        aliases = [*folded_aliases(capital), *OTHER_CAPITALS.get(iso, [])]
-        facts.append(("capital", f"What is the capital of {where}?", capital, aliases, "place"))
+        facts.append(("capital", f"What is the capital of {where}?", capital, OTHER_CAPITALS.get(iso, []), "place"))
     if population > 0:
         question = f"What is the population of {where}?"
         facts.append(("population", question, quantity(population), quantity_aliases(population), "quantity"))
@@ -261,7 +260,7 @@ def city_facts(city: dict, name: str, country: str) -> list[tuple[str, str, str,
     if country.lower() not in name.lower() and not shared:
         written = in_sentence(country)
         others = OTHER_COUNTRY_NAMES.get(iso, [])  # "Côte d'Ivoire", and "Cote d'Ivoire" typed without the accent
-        aliases = [written] * (written != country) + others + [f for name in others for f in folded_aliases(name)]
+        aliases = [written] * (written != country) + others
         facts.append(("city_country", f"In which country is {place}?", country, aliases, "place"))
     return facts
 

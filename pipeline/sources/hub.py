@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import polars as pl
 
-from pipeline.sources.common import FactRows, canonical_number, folded_aliases, infer_answer_type
+from pipeline.sources.common import FactRows, canonical_number, infer_answer_type
 
 MAX_ANSWER_WORDS = 5
 NQ_OPEN, POPQA, FAITHEVAL = "nq_open", "akariasai/PopQA", "Salesforce/FaithEval-counterfactual-v1.0"
@@ -128,12 +128,12 @@ def _add(
     answers: list[str],
     kind: str | None = None,
 ):
-    """First answer is canonical (numbers get thousands separators), the rest aliases, each also without its accents
-    or a leading article: "United States" answers "the United States", "Beyonce" answers "Beyoncé"."""
+    """First answer is canonical (numbers get thousands separators), the rest aliases, each also without a leading
+    article ("United States" answers "the United States"; `FactRows` adds each without its accents)."""
     answer, number_aliases = canonical_number(answers[0])
     kind = kind or infer_answer_type(answer)
     spellings = [*number_aliases, *answers]
-    spellings += [other for text in spellings for other in folded_aliases(text) + _unarticled(text)]
+    spellings += [other for text in spellings for other in _unarticled(text)]
     rows.add(fact_id, relation, subject, question, answer, spellings, kind)
 
 

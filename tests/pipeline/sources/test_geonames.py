@@ -1,8 +1,11 @@
+import unicodedata
+
 import polars as pl
 import pytest
 
 from pipeline import documents
 from pipeline.sources import geonames
+from pipeline.sources.common import ascii_fold
 from reward_api.scoring import accepted_answers, normalize
 
 
@@ -160,6 +163,9 @@ def test_contested_capitals_are_not_asked(facts):
         ("geonames:currency:GB", ["British Pound", "Pound Sterling", "the Pound Sterling", "GBP"], "Pound"),
         ("geonames:currency:SH", ["St. Helena Pound", "Saint Helena Pound", "St Helena Pound"], "Pound"),
         ("geonames:continent:GL", ["North America", "Europe"], "Asia"),
+        ("geonames:currency:IS", ["Icelandic Króna", "Icelandic Krona", "ISK"], "Danish Krone"),
+        ("geonames:currency:TO", ["Tongan Paʻanga", "Tongan Pa'anga", "TOP"], "Samoan Tala"),
+        ("geonames:capital:PW", ["Melekeok", "Ngerulmud"], "Koror"),  # Ngerulmud, in Melekeok State
     ],
 )
 def test_every_true_capital_continent_and_currency_is_accepted(facts, fact_id, answers, wrong):
@@ -170,6 +176,16 @@ def test_every_true_capital_continent_and_currency_is_accepted(facts, fact_id, a
     accepted = accepted_answers(fact["answer"], fact["answer_aliases"])
     assert {normalize(a) for a in answers} <= accepted
     assert normalize(wrong) not in accepted
+
+
+def test_every_accepted_spelling_is_accepted_without_its_accents(facts):
+    """Answers are typed with or without accents ("Bogota", "Icelandic Krona"), and a reply may come decomposed (NFD:
+    "o" + U+0301, whose mark normalize strips): each scores."""
+    for answer, aliases in facts.select("answer", "answer_aliases").iter_rows():
+        accepted = accepted_answers(answer, aliases)
+        for spelling in (answer, *aliases):
+            assert normalize(ascii_fold(spelling)) in accepted, spelling
+            assert normalize(unicodedata.normalize("NFD", spelling)) in accepted, spelling
 
 
 def test_curated_countries_exist_in_the_data():
