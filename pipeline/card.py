@@ -19,6 +19,7 @@ import yaml
 from pipeline.atomic import write_text_atomic
 from pipeline.corruption import QUANTITY_SHIFT, YEAR_SHIFT
 from pipeline.schema import (
+    CARD_NAME,
     CORRUPTION_LEVELS,
     EPISODE_SCHEMA,
     HIDDEN_COLUMNS,
@@ -31,7 +32,6 @@ from pipeline.schema import (
     hidden_config,
 )
 
-CARD_NAME = "README.md"
 PRETTY_NAME = "ContextCorruption"
 EXAMPLE_COLUMNS = ["episode_id", "task", "question", "answer", "documents", "doc_corruption", "doc_claims"]
 

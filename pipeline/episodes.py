@@ -431,8 +431,8 @@ def build_episodes(
     The facts are read here first, so a missing or corrupt table fails (FactsError) before any work; the workers
     read the same file, bound to these bytes by its sha256.
     """
+    _separate(facts_dir, Path(out_dir), answers_dir)
     facts, facts_hash = read_facts(facts_dir)
-    _separate(Path(out_dir), answers_dir)
     hidden = params.hidden_splits()
     if hidden and (answers_dir is None or hidden_key is None):
         raise ValueError(
@@ -486,8 +486,16 @@ def _published_sources(metadata: dict[bytes, bytes] | None) -> dict[str, dict[st
     }
 
 
-def _separate(out_dir: Path, answers_dir: Path | None) -> None:
-    """Each folder is replaced whole: one inside the other would lose the ground truth, or the build."""
+def _separate(facts_dir: Path, out_dir: Path, answers_dir: Path | None) -> None:
+    """Each output folder is replaced whole: one inside the other would lose the ground truth, or the build, and
+    one holding the facts would lose the build's input."""
+    outputs = [Path(out_dir)] + ([] if answers_dir is None else [Path(answers_dir)])
+    for output in outputs:
+        if Path(facts_dir).resolve().is_relative_to(output.resolve()):
+            raise OutputError(
+                f"{output}: holds the facts ({facts_dir}), which the output would replace; give the output a folder "
+                "of its own, e.g. data/episodes"
+            )
     if answers_dir is None:
         return
     out, answers = out_dir.resolve(), Path(answers_dir).resolve()
@@ -519,6 +527,13 @@ def _answers_staging(answers_dir: Path | None) -> Iterator[Path | None]:
         yield root
 
 
+def _beside(out_dir: Path, name: str) -> Path:
+    out = Path(out_dir).absolute()
+    if not out.name:
+        raise OutputError(f"{out_dir}: is the file system's root; give the output a folder of its own")
+    return out.with_name(name)
+
+
 # The generator's shortcut audit (benchmarks/audit.py on the default build), a section of the dataset card: found
 # from this checkout whatever the working folder; a build without it (an installed package) has no such section.
 AUDIT_SECTION = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "audit.md"
@@ -540,7 +555,7 @@ def main(
         data = read_params(params_file)
         params = check_pipeline(data, params_file, needs="episodes")["episodes"]
         seed_ = seed(data, params_file)
-        answers_dir = Path(out_dir).absolute().with_name("answers") if answers_dir is None else answers_dir
+        answers_dir = _beside(out_dir, "answers") if answers_dir is None else answers_dir
         key = hiddenkey.read_key() if params.hidden_test else None
         total = sum(params.counts().values())
         # Drawn after a second: a facts table build_episodes refuses at once (FactsError) leaves only its line.

@@ -30,7 +30,7 @@ from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
 from pipeline.filechecks import check_files, published_hidden_columns
 from pipeline.params import HubParams, ParamsError, check_pipeline, read_params, stage_parser
-from pipeline.schema import MANIFEST_NAME, ManifestError
+from pipeline.schema import CARD_NAME, MANIFEST_NAME, ManifestError
 from pipeline.writer import OutputError, output_file, read_manifest
 
 log = logging.getLogger(__name__)
@@ -75,9 +75,10 @@ def skip_reason(hub: HubParams, token: str | None) -> str | None:
 
 def folder_files(folder: Path, metrics: Path) -> list[Path]:
     """The files to push, refused before any upload when a shard is not the build's (a truncated or changed file
-    would be published as is), a hidden split's file holds a hidden column (the answers folder, its ground truth,
-    lies beside the folder and is never part of it) or the validate stage has not passed this build (`metrics`,
-    its output)."""
+    would be published as is), the folder holds a file the build did not write (the answers folder copied in would
+    publish the ground truth; a note or a temporary file, whatever it holds), a hidden split's file holds a hidden
+    column (the answers folder, its ground truth, lies beside the folder and is never part of it) or the validate
+    stage has not passed this build (`metrics`, its output)."""
     try:
         manifest = read_manifest(folder)
     except ManifestError as err:
@@ -88,11 +89,19 @@ def folder_files(folder: Path, metrics: Path) -> list[Path]:
         raise PublishError(
             f"refusing to publish {folder}: {problems[0]}{more}; rebuild the dataset (dvc repro episodes)"
         )
+    built = {CARD_NAME, MANIFEST_NAME, *(shard.path for shard in manifest.shards)}
+    found = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+    if others := sorted(found - built) + sorted(f"{name} (missing)" for name in built - found):
+        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+        raise PublishError(
+            f"refusing to publish {folder}: the build wrote {CARD_NAME}, {MANIFEST_NAME} and the shards it lists, "
+            f"not {', '.join(others[:3])}{more}; remove what is not the build's, or rebuild it (dvc repro episodes)"
+        )
     # only now: the files are the build's, so each hidden split's schema can be read
     if leaks := published_hidden_columns(folder, manifest):
         raise PublishError(f"refusing to publish the ground truth of a hidden split: {'; '.join(leaks)}")
     _check_validated(folder, metrics)
-    return sorted(path for path in folder.rglob("*") if path.is_file())
+    return [folder / name for name in sorted(built)]
 
 
 def _check_validated(folder: Path, metrics: Path) -> None:
@@ -150,6 +159,7 @@ def _push(api: HfApi, folder: Path, hub: HubParams, files: list[Path]) -> str:
             folder_path=folder,
             repo_type="dataset",
             commit_message=f"Dataset {hub.revision_tag}: {len(files)} files",
+            allow_patterns=[path.relative_to(folder).as_posix() for path in files],  # what folder_files checked
             delete_patterns=["*"],
         ).oid
         step = f"tagging {hub.revision_tag}"

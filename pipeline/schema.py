@@ -179,6 +179,7 @@ class AnswersManifest(_Frozen):
 
 
 MANIFEST_NAME = "manifest.json"  # in every dataset folder and answers folder
+CARD_NAME = "README.md"  # the dataset card, in every dataset folder
 
 
 class ManifestError(ValueError):

@@ -258,13 +258,20 @@ def staging(out_dir: Path) -> Iterator[Path]:
     A stale staging folder (a killed build) is removed first. The old output is renamed aside before the
     new one is renamed in, so at every instant out_dir is either absent, the old build, or the new build; if the
     last rename fails, the old build goes back. A symlinked out_dir stays a link: its target is replaced. The checks
-    (OutputError) come before anything is written: out_dir is no file, nor the working folder or one above it.
+    (OutputError) come before anything is written: out_dir is no file, nor the working folder or one above it, and
+    a folder with files in it is a previous build (it holds a manifest): `--out data` would have replaced data/ whole,
+    the facts with it.
     """
     target = output_folder(Path(out_dir).resolve())
     if Path.cwd().is_relative_to(target):
         raise OutputError(
             f"{out_dir}: is the working folder or one above it, which the output would replace; give the output a "
             "folder of its own (e.g. data/episodes)"
+        )
+    if target.is_dir() and any(target.iterdir()) and not (target / MANIFEST_NAME).is_file():
+        raise OutputError(
+            f"{out_dir}: holds files but no {MANIFEST_NAME}, so it is no previous build, and the output would replace "
+            "it whole; give the output an empty or new folder (e.g. data/episodes)"
         )
     partial = target.with_name(f".{target.name}.partial")
     old = target.with_name(f".{target.name}.old")

@@ -14,8 +14,9 @@ import yaml
 from datasets import load_dataset
 from test_writer import write_folder
 
-from pipeline.card import CARD_NAME, size_category, write_card
+from pipeline.card import size_category, write_card
 from pipeline.schema import (
+    CARD_NAME,
     CORRUPTION_LEVELS,
     EPISODE_SCHEMA,
     HIDDEN_COLUMNS,

@@ -161,18 +161,24 @@ def test_a_hub_source_that_cannot_be_read_is_one_line(tmp_path):
 
 
 def test_an_output_no_stage_can_write_is_refused_before_any_work(tmp_path):
-    """A file where a folder goes or the reverse, the working folder as the dataset, or the answers inside the
-    dataset (each folder is replaced whole: the ground truth was lost): one line, the old output untouched."""
+    """A file where a folder goes or the reverse, the working folder as the dataset, the answers inside the
+    dataset (each folder is replaced whole: the ground truth was lost), a folder that is no previous build or holds the
+    facts (`--out data` deleted data/facts, and any notes beside it): one line, the old output untouched."""
     project(tmp_path, files={"afile": b"mine", "adir/keep": b"kept"})
     assert run_stage("facts", tmp_path).returncode == 0
     refusals = [
         ("facts", ["--out", "afile"], "afile: is a file, not a folder"),
         ("facts", ["--out", "afile/sub"], "afile is a file, so no folder can be made there"),
         ("episodes", ["--facts", str(FACTS)], f"{FACTS}/facts.parquet: no facts table"),
-        ("episodes", ["--out", "."], ".: is the working folder or one above it"),
+        ("episodes", ["--out", "."], ".: holds the facts (data/facts)"),  # and is the working folder (test_writer)
         ("episodes", ["--out", "afile"], "afile: is a file, not a folder"),
         ("episodes", ["--out", "build/ds", "--answers", "build/ds/answers"], "must not hold one another"),
         ("episodes", ["--out", "build/answers"], "must not hold one another"),  # the default answers: beside it
+        ("episodes", ["--out", "data"], "data: holds the facts (data/facts), which the output would replace"),
+        ("episodes", ["--out", "data/facts"], "data/facts: holds the facts (data/facts)"),
+        ("episodes", ["--out", "x", "--answers", "data"], "data: holds the facts"),
+        ("episodes", ["--out", "adir"], "adir: holds files but no manifest.json, so it is no previous build"),
+        ("episodes", ["--out", "/"], "/: is the file system's root"),
         ("validate", ["--metrics", "adir"], "adir: is a folder; give a file name"),
         ("publish", ["--receipt", "adir"], "adir: is a folder; give a file name"),
     ]

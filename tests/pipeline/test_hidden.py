@@ -24,13 +24,13 @@ from test_publish import REPO, make_project, remote_dataset, run_publish
 
 from pipeline import episodes as episodes_stage
 from pipeline import hiddenkey
-from pipeline.card import CARD_NAME
 from pipeline.checksums import file_sha256
 from pipeline.episodes import FactsError, build_episodes, generate_episodes, main
 from pipeline.params import EpisodesParams, params_hash
 from pipeline.pools import stored_pools
 from pipeline.schema import (
     ANSWERS_SCHEMA,
+    CARD_NAME,
     EPISODE_SCHEMA,
     HIDDEN_COLUMNS,
     MANIFEST_NAME,

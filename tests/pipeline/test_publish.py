@@ -227,6 +227,42 @@ def test_a_build_that_validate_did_not_pass_is_refused_and_nothing_is_pushed(pro
     assert not (project / "data" / "publish" / "receipt.json").exists()
 
 
+def _answers_copied_in(project: Path) -> None:
+    """The ground truth folder copied into the dataset folder: upload_folder published it whole."""
+    shutil.copytree(project / "data" / "episodes" / "data", project / "data" / "episodes" / "answers" / "data")
+
+
+def _notes_and_a_temporary_file(project: Path) -> None:
+    (project / "data" / "episodes" / "notes.txt").write_text("mine")
+    (project / "data" / "episodes" / "data" / ".train-00000-of-00002.parquet.tmp").write_bytes(b"half")
+
+
+def _card_removed(project: Path) -> None:
+    (project / "data" / "episodes" / "README.md").unlink()
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (_answers_copied_in, "not answers/data/test-"),
+        (_notes_and_a_temporary_file, "not data/.train-00000-of-00002.parquet.tmp, notes.txt;"),
+        (_card_removed, "not README.md (missing);"),
+    ],
+)
+def test_a_file_the_build_did_not_write_is_refused_and_nothing_is_pushed(project, hub, change, named):
+    change(project)
+
+    result = run_publish(project, hub.endpoint)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("publish: refusing to publish data/episodes: the build wrote README.md, manifest.json and ")
+    assert named in line
+    with pytest.raises(HubError, match="Repository not found"):
+        hub.files(REPO)
+    assert not (project / "data" / "publish" / "receipt.json").exists()
+
+
 @pytest.mark.parametrize(("route", "commits_after_failure"), [("commit", 1), ("tag", 2)])
 def test_an_interrupted_publish_completes_when_re_run(project, hub, route, commits_after_failure):
     hub.fail(route, status=400)

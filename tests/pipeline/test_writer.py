@@ -206,16 +206,38 @@ def test_write_manifest_is_canonical(tmp_path):
     ]
 
 
-def test_staging_replaces_output_on_success(tmp_path):
-    out = tmp_path / "episodes"
+def _old_build(out: Path) -> None:
     out.mkdir()
     (out / "old.txt").write_text("old")
+    (out / MANIFEST_NAME).write_text("{}")
+
+
+def test_staging_replaces_output_on_success(tmp_path):
+    out = tmp_path / "episodes"
+    _old_build(out)
     with staging(out) as stage:
         assert stage.parent == tmp_path and stage.name.startswith(".")
         (stage / "new.txt").write_text("new")
         assert (out / "old.txt").exists()
     assert [p.name for p in out.iterdir()] == ["new.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
+
+
+def test_staging_replaces_only_a_previous_build_or_an_empty_folder(tmp_path):
+    """`--out data` replaced data/ whole, the facts and anything else in it: a folder with files and no manifest is
+    no previous build."""
+    out = tmp_path / "data"
+    (out / "facts").mkdir(parents=True)
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="holds files but no manifest.json"), staging(out):
+        raise AssertionError("no staging folder is made")
+    assert sorted(p.name for p in out.iterdir()) == ["facts", "notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with staging(empty) as stage:
+        (stage / "new.txt").write_text("new")
+    assert [p.name for p in empty.iterdir()] == ["new.txt"]
 
 
 def test_staging_leaves_nothing_on_error(tmp_path):
@@ -246,7 +268,8 @@ def test_staging_keeps_a_symlinked_output_a_link_and_fills_its_target(tmp_path):
     for build in ("first", "second"):
         with staging(out) as stage:
             (stage / f"{build}.txt").write_text(build)
-        assert out.is_symlink() and [p.name for p in out.iterdir()] == [f"{build}.txt"]
+            (stage / MANIFEST_NAME).write_text("{}")
+        assert out.is_symlink() and sorted(p.name for p in out.iterdir()) == sorted([f"{build}.txt", MANIFEST_NAME])
     assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["episodes"]
     assert sorted(p.name for p in disk.iterdir()) == ["episodes"]
 
@@ -267,8 +290,7 @@ def test_staging_refuses_a_file_or_the_working_folder_before_writing(tmp_path, m
 
 def test_staging_puts_the_old_build_back_when_the_last_rename_fails(tmp_path, monkeypatch):
     out = tmp_path / "episodes"
-    out.mkdir()
-    (out / "old.txt").write_text("old")
+    _old_build(out)
     renames = []
 
     def failing_second(src, dst):
@@ -280,7 +302,7 @@ def test_staging_puts_the_old_build_back_when_the_last_rename_fails(tmp_path, mo
     monkeypatch.setattr(writer.os, "replace", failing_second)
     with pytest.raises(OSError, match="busy"), staging(out) as stage:
         (stage / "new.txt").write_text("new")
-    assert [p.name for p in out.iterdir()] == ["old.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "old.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
 
 
