@@ -168,7 +168,11 @@ _SETUP: dict[str, tuple] = {}  # in a local pool's worker: the setup its first s
 
 def _start_worker(parent: int, setup: Setup, *setup_args) -> None:
     """A local pool worker's initializer: tie the worker's life to its stage process `parent`; `setup` waits for
-    the first shard (`_local_shard`)."""
+    the first shard (`_local_shard`).
+
+    Ctrl-C reaches the whole process group, but only the stage process acts on it (it cancels the build and shuts
+    the pool down): a worker waiting for work that died of it left the pool's shutdown waiting forever."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _PARENT["pid"] = parent
     if not _kill_on_parent_death():
         threading.Thread(target=watch_parent, args=(parent, _WATCH_S), name="watch-parent", daemon=True).start()

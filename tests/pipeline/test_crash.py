@@ -156,6 +156,43 @@ def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(f
                 os.kill(pid, signal.SIGKILL)
 
 
+def test_ctrl_c_stops_an_episodes_stage_with_idle_workers_and_leaves_nothing(facts_dir, tmp_path):
+    """Ctrl-C reaches the whole process group: idle pool workers died of it, and the stage then waited for them in
+    the pool's shutdown forever (it needed a SIGKILL). Only the stage process takes it now."""
+    # 4 shards over the stage process and 6 workers: those given the small held-out shards are soon idle
+    episodes = SMALL_EPISODES.model_copy(update={"train": 240_000, "shard_rows": 131_072, "workers": 7})
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": episodes.model_dump()}))
+    shutil.copytree(facts_dir, tmp_path / "data" / "facts")
+    partial = tmp_path / "data" / ".episodes.partial"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    stage = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.episodes"],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        held_out = ("validation", "test")
+        while not all(any(partial.glob(f"data/{split}-*.parquet")) for split in held_out):
+            assert stage.poll() is None and time.monotonic() < deadline, "no held-out shard was staged"
+            time.sleep(0.01)
+        workers = children(stage.pid)
+        assert stage.poll() is None and not any(partial.glob("data/train-*")), "the train shards were done too soon"
+        os.killpg(stage.pid, signal.SIGINT)
+        assert stage.wait(timeout=60) != 0
+        assert not wait_gone(workers, 5), "workers of the interrupted stage still run"
+        assert not partial.exists() and not (tmp_path / "data" / "episodes").exists()
+    finally:
+        os.killpg(stage.pid, signal.SIGKILL) if stage.poll() is None else None
+        stage.wait()
+        for pid in workers:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 # The fallback where prctl(PR_SET_PDEATHSIG) is missing: a spawned process watching its parent, which prints its pid.
 WATCHED_CHILD = """
 import multiprocessing, os, time
