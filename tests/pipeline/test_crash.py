@@ -186,7 +186,8 @@ def test_ctrl_c_stops_an_episodes_stage_with_idle_workers_and_leaves_nothing(fac
         assert not wait_gone(workers, 5), "workers of the interrupted stage still run"
         assert not partial.exists() and not (tmp_path / "data" / "episodes").exists()
     finally:
-        os.killpg(stage.pid, signal.SIGKILL) if stage.poll() is None else None
+        if stage.poll() is None:
+            os.killpg(stage.pid, signal.SIGKILL)
         stage.wait()
         for pid in workers:
             if running(pid):
