@@ -51,6 +51,7 @@ def run_local(
     the start of the next worker until this one has imported its modules. Each worker dies with this process
     (`_start_worker`); `write` should call `stop_if_orphaned` before it writes.
     """
+    workers = min(workers, len(plans))  # a worker without a shard would only import and wait
     if workers == 1:
         setup(*setup_args)
         return [_reported(write(plan), progress) for plan in plans]

@@ -342,6 +342,8 @@ def read_facts(facts_dir: Path) -> tuple[pa.Table, str]:
         data = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):  # NotADirectoryError: --facts named a file, not its folder
         raise FactsError(f"{path}: no facts table; {rebuild} first") from None
+    except OSError as err:  # a folder of that name, no permission
+        raise FactsError(f"{path}: cannot be read ({err.strerror or err}); {rebuild}") from None
     try:
         # ParquetFile, not read_table: read_table would import pyarrow.dataset (0.3 s)
         facts = pq.ParquetFile(pa.BufferReader(data)).read()
@@ -572,6 +574,8 @@ def main(
             )
     except (ParamsError, FactsError, hiddenkey.HiddenKeyError, OutputError) as err:
         raise SystemExit(f"episodes: {err}") from None
+    except OSError as err:  # the disk filled up, or a folder became unwritable, mid-build: nothing is left staged
+        raise SystemExit(f"episodes: writing the dataset failed: {err}") from None
     seconds = time.perf_counter() - started
     if manifest.hidden_splits:
         log.info(

@@ -159,7 +159,10 @@ def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
         table = build_facts(sections["facts"], build_seed, hidden_key=hiddenkey.read_key() if hidden else None)
     except (ParamsError, hiddenkey.HiddenKeyError, hub.HubSourceError, OutputError) as err:
         raise SystemExit(f"facts: {err}") from None
-    write_facts(table, out_dir)
+    try:
+        write_facts(table, out_dir)
+    except OSError as err:  # the disk filled up: the previous facts are left as they were
+        raise SystemExit(f"facts: writing {out_dir} failed: {err}") from None
     summary = summarise(table)
     log.info(
         "facts: %d in %.1f s → %s | by source %s | by split %s",

@@ -24,6 +24,7 @@ from pipeline.writer import MAX_SHARD_ROWS, MAX_SHARDS, ShardPlan, plan_shards, 
 DEFAULT_PARAMS = Path("params.yaml")
 SECTIONS = ("seed", "facts", "episodes", "hub", "train", "baselines")  # params.yaml's top-level keys
 EXECUTION_KEYS = ("workers", "engine", "ray_address")  # episodes keys left out of the manifest's params_hash
+MAX_WORKERS = 1024  # processes: a build never has more shards at once than cores to run them
 # git check-ref-format's forbidden characters: control characters, space, DEL and ~^:?*[\
 _TAG_FORBIDDEN = re.compile(r"[\x00-\x20~^:?*\[\\\x7f]")
 HUB_SOURCES = ("nq_open", "popqa", "faitheval")  # read through `datasets`, at a Hub revision
@@ -88,7 +89,7 @@ class EpisodesParams(_Section):
     train: int = Field(gt=0)
     validation: int = Field(gt=0)
     test: int = Field(gt=0)
-    workers: int = Field(gt=0)
+    workers: int = Field(gt=0, le=MAX_WORKERS, description="Processes (Ray: CPUs) building shards")
     shard_rows: int = Field(gt=0, le=MAX_SHARD_ROWS, description="Maximum rows per Parquet shard")
     row_group_rows: int = Field(gt=0, description="Rows per row group: one id lookup reads one group")
     shard_multiple: int = Field(
@@ -112,6 +113,8 @@ class EpisodesParams(_Section):
             raise ValueError(f"is only used with engine: ray, but engine is {info.data.get('engine')!r}")
         if value != value.strip():
             raise ValueError("must not start or end with spaces")
+        if value.startswith("ray://") and importlib.util.find_spec("grpc") is None:  # what Ray Client imports
+            raise ValueError("a ray:// address needs the Ray Client: pip install 'ray[client]'")
         return value
 
     @field_validator("engine")

@@ -144,8 +144,11 @@ def main(data_dir: Path = DATA_DIR, answers_dir: Path = ANSWERS_DIR, metrics_pat
         metrics = validate(data_dir, progress=True, answers=answers_dir)
     except (ManifestError, OutputError) as err:
         raise SystemExit(f"validate: {err}") from None
-    metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(metrics_path, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    try:
+        metrics_path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(metrics_path, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    except OSError as err:  # the disk filled up: no metrics, so nothing vouches for the build
+        raise SystemExit(f"validate: writing {metrics_path} failed: {err}") from None
     if message := violation_message(metrics):
         raise SystemExit(message)
     log.info(

@@ -244,11 +244,23 @@ def output_file(path: Path) -> Path:
 
 
 def _no_file_above(path: Path) -> Path:
+    """`path`, refused (OutputError) where a file stands above it or the folder it would be made in is not writable
+    (a read-only file system found before any work, not after it)."""
     path = Path(path)
-    existing = next(parent for parent in path.absolute().parents if parent.exists())
+    existing = _existing_above(path)
     if not existing.is_dir():
         raise OutputError(f"{path}: {existing} is a file, so no folder can be made there")
+    _writable(path, path if path.is_dir() else existing)
     return path
+
+
+def _existing_above(path: Path) -> Path:
+    return next(parent for parent in Path(path).absolute().parents if parent.exists())
+
+
+def _writable(path: Path, folder: Path) -> None:
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"{path}: {folder} is not writable (a read-only file system, or no permission)")
 
 
 @contextmanager
@@ -268,6 +280,7 @@ def staging(out_dir: Path) -> Iterator[Path]:
             f"{out_dir}: is the working folder or one above it, which the output would replace; give the output a "
             "folder of its own (e.g. data/episodes)"
         )
+    _writable(out_dir, _existing_above(target))  # the staging folder is made beside the target
     if target.is_dir() and any(target.iterdir()) and not (target / MANIFEST_NAME).is_file():
         raise OutputError(
             f"{out_dir}: holds files but no {MANIFEST_NAME}, so it is no previous build, and the output would replace "

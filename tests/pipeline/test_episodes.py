@@ -193,6 +193,26 @@ def test_unreadable_facts_fail_in_the_parent_before_any_work(facts_dir, tmp_path
     assert [p.name for p in tmp_path.iterdir()] == ["facts"], "no staging folder, no output"
 
 
+def test_a_facts_file_that_is_a_folder_is_refused_in_one_line(tmp_path):
+    (tmp_path / "facts" / "facts.parquet").mkdir(parents=True)
+    with pytest.raises(FactsError, match=r"facts.parquet: cannot be read \(Is a directory\); run the facts stage"):
+        build_episodes(tmp_path / "facts", tmp_path / "out", TINY, SEED)
+    assert [p.name for p in tmp_path.iterdir()] == ["facts"]
+
+
+def test_a_build_that_cannot_write_ends_in_one_line_and_leaves_nothing(facts_dir, tmp_path, monkeypatch):
+    """A disk that fills up mid-build (here: the first shard's write) was a traceback; the staging folder goes."""
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": 3, "episodes": TINY.model_dump()}))
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(episodes, "write_shard", full)
+    with pytest.raises(SystemExit, match=r"^episodes: writing the dataset failed: \[Errno 28\] No space left"):
+        main(tmp_path / "params.yaml", facts_dir, tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_facts_changed_after_the_stage_read_them_are_refused(facts_dir, tmp_path, monkeypatch, workers):
     """Workers read the facts file themselves: a table that is not the one the stage hashed builds nothing, and the

@@ -47,6 +47,7 @@ def test_repository_params_are_valid():
         # YAML's yes/on are booleans and "8" a string: not counts.
         ("episodes", EpisodesParams, {"train": True}, "episodes.train: Input should be a valid integer"),
         ("episodes", EpisodesParams, {"workers": "2"}, "episodes.workers: Input should be a valid integer"),
+        ("episodes", EpisodesParams, {"workers": 2**31}, "episodes.workers: Input should be less than or equal to"),
         ("facts", FactsParams, {"synthetic_entities": True}, "facts.synthetic_entities"),
         (
             "facts",
@@ -139,6 +140,17 @@ def test_the_ray_engine_without_ray_installed_names_the_key_and_the_extra(monkey
         caught.value
     )
     assert "ray_address" not in str(caught.value)  # not a second, false complaint about the address
+
+
+def test_a_ray_client_address_without_the_client_names_the_key_and_the_extra(monkeypatch):
+    """ray_address: ray://head:10001 (the form params.yaml suggests) failed in the stage with a traceback."""
+    monkeypatch.setitem(sys.modules, "grpc", None)  # what Ray Client needs; find_spec answers None for it
+    data = read_params(ROOT / "params.yaml")
+    episodes = data["episodes"] | {"engine": "ray", "ray_address": "ray://127.0.0.1:10001"}
+    needle = r"episodes\.ray_address: .*needs the Ray Client: pip install 'ray\[client\]'"
+    with pytest.raises(ParamsError, match=needle):
+        section(data | {"episodes": episodes}, "episodes", EpisodesParams)
+    section(data | {"episodes": episodes | {"ray_address": "auto"}}, "episodes", EpisodesParams)
 
 
 def test_bad_seed_and_missing_file(tmp_path):

@@ -30,6 +30,8 @@ from pipeline.writer import (
     MANIFEST_NAME,
     OutputError,
     ShardPlan,
+    output_file,
+    output_folder,
     plan_shards,
     staging,
     write_manifest,
@@ -286,6 +288,22 @@ def test_staging_refuses_a_file_or_the_working_folder_before_writing(tmp_path, m
         with pytest.raises(OutputError, match=re.escape(problem)), staging(Path(out)):
             raise AssertionError("no staging folder is made")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "mine"
+
+
+def test_an_unwritable_folder_is_refused_before_anything_is_made(tmp_path, monkeypatch):
+    """A read-only file system failed only when the stage wrote (after the whole validation, for validate's
+    metrics); `os.access` is what tells it, as for a folder without permission (which root, running tests, has)."""
+    readonly = tmp_path / "ro"
+    readonly.mkdir()
+    monkeypatch.setattr(writer.os, "access", lambda path, mode: Path(path) != readonly)
+    for check in (
+        lambda: output_folder(readonly / "data" / "facts"),
+        lambda: output_file(readonly / "metrics.json"),
+        lambda: staging(readonly / "episodes").__enter__(),
+    ):
+        with pytest.raises(OutputError, match=f"{readonly} is not writable"):
+            check()
+    assert list(readonly.iterdir()) == []
 
 
 def test_staging_puts_the_old_build_back_when_the_last_rename_fails(tmp_path, monkeypatch):
