@@ -35,7 +35,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT / "data" / "episodes", help="dataset folder")
     parser.add_argument("--split", default="validation")
-    parser.add_argument("--episodes", type=int, default=None, help="the first N episodes of numeric facts (default: all)")
+    parser.add_argument(
+        "--episodes", type=int, default=None, help="the first N episodes of numeric facts (default: all)"
+    )
     args = parser.parse_args()
     episodes = pl.scan_parquet(args.data / "data" / f"{args.split}-*.parquet").filter(
         pl.col("answer_type").is_in(["year", "quantity"])
