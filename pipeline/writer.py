@@ -9,6 +9,7 @@ stage would read as output.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -288,22 +289,54 @@ def staging(out_dir: Path) -> Iterator[Path]:
         )
     partial = target.with_name(f".{target.name}.partial")
     old = target.with_name(f".{target.name}.old")
-    for stale in (partial, old):
-        if stale.is_symlink() or stale.is_file():
-            stale.unlink()
-        elif stale.exists():
-            shutil.rmtree(stale)
-    partial.mkdir(parents=True)
-    moved = False
+    with _only_build(out_dir, target):
+        for stale in (partial, old):
+            if stale.is_symlink() or stale.is_file():
+                stale.unlink()
+            elif stale.exists():
+                shutil.rmtree(stale)
+        partial.mkdir(parents=True)
+        moved = False
+        try:
+            yield partial
+            if target.exists():
+                os.replace(target, old)
+                moved = True
+            os.replace(partial, target)
+        except BaseException:
+            if moved and not target.exists():
+                os.replace(old, target)
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def _only_build(out_dir: Path, target: Path) -> Iterator[None]:
+    """Hold the output's lock (a file beside it, naming its holder) for the whole build: a second build of the same
+    folder (a stage left running by a killed `dvc repro`, and the next one) removed the first's staging folder under
+    it, and both failed. The lock goes with its process, however it ends; the file goes when the build ends."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    path = target.with_name(f".{target.name}.lock")
+    while True:
+        lock = open(path, "a+")  # held open for the whole build
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "unknown"
+            lock.close()
+            raise OutputError(
+                f"{out_dir}: another build (pid {holder}) is writing it; wait for it to end or stop it"
+            ) from None
+        if path.exists() and os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino:
+            break
+        lock.close()  # its holder removed the file as we opened it: lock the one at the path now
     try:
-        yield partial
-        if target.exists():
-            os.replace(target, old)
-            moved = True
-        os.replace(partial, target)
-    except BaseException:
-        if moved and not target.exists():
-            os.replace(old, target)
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+        lock.truncate(0)
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        lock.close()

@@ -290,6 +290,25 @@ def test_staging_refuses_a_file_or_the_working_folder_before_writing(tmp_path, m
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "mine"
 
 
+def test_a_second_build_of_the_same_folder_is_refused_and_the_first_goes_on(tmp_path):
+    """Two builds of one folder removed each other's staging folder and both failed; the second is refused now, by
+    name of the first's process, and the lock file goes with the build that held it."""
+    out = tmp_path / "episodes"
+    with staging(out) as first:
+        with pytest.raises(OutputError, match=f"episodes: another build \\(pid {os.getpid()}\\) is writing it"):
+            with staging(out):
+                raise AssertionError("no second staging folder")
+        assert first.is_dir()
+        (first / MANIFEST_NAME).write_text("{}")
+    assert [p.name for p in out.iterdir()] == [MANIFEST_NAME]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
+    stale = tmp_path / ".episodes.lock"
+    stale.write_text("12345\n")  # a killed build's lock file: its lock went with it
+    with staging(out) as stage:
+        (stage / MANIFEST_NAME).write_text("{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
+
+
 def test_an_unwritable_folder_is_refused_before_anything_is_made(tmp_path, monkeypatch):
     """A read-only file system failed only when the stage wrote (after the whole validation, for validate's
     metrics); `os.access` is what tells it, as for a folder without permission (which root, running tests, has)."""
