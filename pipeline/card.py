@@ -1,4 +1,4 @@
-"""The dataset card (README.md) that makes the episodes folder a Hub dataset (DESIGN §4).
+"""The dataset card (README.md) that makes the episodes folder a Hub dataset (the project README: Build the dataset).
 
 YAML front matter maps each split to its shards (`configs:`), so `load_dataset` reads a local folder exactly
 as it reads the Hub repo. The text is a pure function of the manifest and the shards: real examples are the
@@ -317,7 +317,8 @@ agent_view = episodes["train"].select_columns([{visible}])
 ```
 
 A stream abandoned part-way can abort Python as the program exits right after (`terminate called without an active
-exception`): a pyarrow bug (apache/arrow#45214) that `datasets` works around for pyarrow 24 and older only. Read a
+exception`, or an ignored error from `Parquet._generate_tables`): a pyarrow bug (apache/arrow#45214) that `datasets`
+works around for pyarrow 24 and older only. Read a
 stream to its end, or close its iterator and collect it (`rows.close(); gc.collect()`) before the program's last
 work rather than as its last line.
 

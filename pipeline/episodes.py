@@ -1,4 +1,4 @@
-"""The episodes stage: facts → seeded episodes (DESIGN §1, §3) → Hub-layout Parquet shards.
+"""The episodes stage: facts → seeded episodes (README: The episode) → Hub-layout Parquet shards.
 
 `generate_episodes` is pure: every draw of episode i is a function of (seed, i, slot, sub) through
 `pipeline.randomness`, so an episode is the same whichever batch, shard, worker or order built it.

@@ -1,6 +1,6 @@
 """The secret that keeps a hidden split hidden.
 
-A build's seed regenerates every draw (DESIGN §1) and the seed is published, so a split hidden only by leaving its
+A build's seed regenerates every draw and the seed is published, so a split hidden only by leaving its
 columns out could be rebuilt by anyone running this code: its corrupt positions from the seed, and a fictional
 entity's answer from the facts the same seed builds. A hidden build therefore takes a key from the environment
 (`KEY_ENV`; never in params.yaml, dvc.lock or any output). Each episode of a hidden split draws from a secret 64-bit

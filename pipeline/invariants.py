@@ -1,4 +1,4 @@
-"""The dataset's invariants (DESIGN §3) as DuckDB SQL: one predicate per episode over the `checked` table.
+"""The dataset's invariants (README: The episode) as DuckDB SQL: one predicate per episode over the `checked` table.
 
 Answers are compared after the reward's normalisation (lowercase, strip non-word characters, collapse
 whitespace), written here as SQL macros with Unicode classes so that it equals Python's `str.lower` + `\\w` +

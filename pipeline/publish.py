@@ -236,9 +236,10 @@ def write_receipt(receipt: Receipt, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = stage_parser("pipeline.publish", __doc__)
-    parser.add_argument("--folder", type=Path, default=FOLDER, help="the dataset folder to push")
-    parser.add_argument("--receipt", type=Path, default=RECEIPT)
-    parser.add_argument("--metrics", type=Path, default=METRICS, help="the validate stage's metrics of the folder")
+    default = " (default: %(default)s)"
+    parser.add_argument("--folder", type=Path, default=FOLDER, help="the dataset folder to push" + default)
+    parser.add_argument("--receipt", type=Path, default=RECEIPT, help="what was pushed, or why not" + default)
+    parser.add_argument("--metrics", type=Path, default=METRICS, help="validate's metrics of the folder" + default)
     args = parser.parse_args(argv)
     try:
         output_file(args.receipt).unlink(missing_ok=True)  # a stale receipt must never vouch for this run

@@ -1,7 +1,7 @@
 """Counter-based randomness: every draw is a pure function of (seed, episode id, slot).
 
 No generator state exists, so an episode comes out the same whichever worker, shard or order built
-it (DESIGN §1). The seed is mixed through a 64-bit finaliser before it meets the id, so seed s and
+it (README: The episode). The seed is mixed through a 64-bit finaliser before it meets the id, so seed s and
 s + 1 give unrelated streams rather than copies shifted by one.
 """
 

@@ -1,6 +1,6 @@
 """The data contract shared by every part: episode and fact schemas, hidden columns, manifest.
 
-Schema version 1 (DESIGN §3). `reward_api` and `train` import from here; nothing here imports them.
+Schema version 1 (README: The episode). `reward_api` and `train` import from here; nothing here imports them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION = 1
-# The reward formula's version (DESIGN §5). Lives here so the manifest can record it without the
+# The reward formula's version (README: Reward v1). Lives here so the manifest can record it without the
 # pipeline importing the server; `reward_api.scoring` re-exports it.
 REWARD_VERSION = "v1"
 

@@ -1,4 +1,4 @@
-"""The validate stage: DuckDB SQL over the written shards checks every invariant of DESIGN §3.
+"""The validate stage: DuckDB SQL over the written shards checks every invariant of the README's episode contract.
 
 Rows never come into Python: each invariant (pipeline.invariants) is one SQL predicate per episode, aggregated to
 a count and the first offending ids, so a million episodes take seconds; the file invariants come from

@@ -1,4 +1,4 @@
-"""Hub-layout Parquet output (DESIGN §4): shard plans, shard files, the manifest, and atomic staging.
+"""Hub-layout Parquet output (README: Build the dataset): shard plans, shard files, the manifest, and atomic staging.
 
 Every shard holds one contiguous id range of one split, sorted by id, in row groups of exactly
 `row_group_rows` rows (the last may be shorter), so a reader maps an id to (shard, row group) with

@@ -56,9 +56,12 @@ def truth(root: Path, split: str, ids: np.ndarray) -> dict[int, dict]:
 def episode_ids(root: Path, split: str, episodes: int) -> np.ndarray:
     """The first `episodes` ids of a split (all of it when smaller): ids are independent draws, so any range is a
     random sample."""
-    splits = read_manifest(root).splits
+    manifest = read_manifest(root)
+    splits = manifest.splits
     if split not in splits:
         raise SystemExit(f"--split {split!r}: the dataset has splits {sorted(splits)}")
+    if split in manifest.hidden_splits:  # the oracle and the metrics read the answers from the dataset folder
+        raise SystemExit(f"--split {split!r}: published without its ground truth (hidden_test); play another split")
     if episodes < 1:
         raise SystemExit(f"--episodes must be at least 1, got {episodes}")
     info = splits[split]
@@ -137,10 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reward_api.baselines", description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="dataset folder (truth for the oracle and metrics)")
     parser.add_argument("--url", help="play against this running server (default: serve --data on a free port)")
-    parser.add_argument("--split", default="validation")
+    parser.add_argument("--split", default="validation", help="the split played (default: %(default)s)")
     parser.add_argument("--episodes", type=int, default=1000, help="first N episodes of the split (at most all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random agent")
-    parser.add_argument("--out", type=Path, default=Path("data/metrics/baselines.json"))
+    parser.add_argument(
+        "--out", type=Path, default=Path("data/metrics/baselines.json"), help="metrics JSON (default: %(default)s)"
+    )
     parser.add_argument("--table", type=Path, help="markdown table (default: --out with .md)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -1,4 +1,4 @@
-"""The episode as a pure state machine (DESIGN §5): the one place where actions and budget rules live.
+"""The episode as a pure state machine (README: Reward v1): the one place where actions and budget rules live.
 
 `/step` over HTTP and `/ws`, `/score` with an action trace, `/score/batch` and training's tool mode all
 go through `apply`/`play`, so a trace gets the same reward whichever way it arrives. Every action costs
@@ -105,7 +105,7 @@ def forfeit(state: GameState, key: EpisodeKey) -> Outcome:
     """End an unfinished episode as if it submitted the empty answer at confidence 0 now, that action charged.
 
     For callers whose episode can stop without a submission (a training rollout that ran out of turns). Charging
-    the submission it never made keeps stopping from ever scoring above submitting (DESIGN §5: every action costs 1).
+    the submission it never made keeps stopping from ever scoring above submitting (every action costs 1).
     """
     if state.done:
         raise EpisodeOver(f"episode {state.episode_id} is over")

@@ -50,7 +50,7 @@ PathId = Annotated[int, Path(ge=0, description="Global episode id"), BeforeValid
 
 
 class _MoveFields(BaseModel):
-    """The four actions of DESIGN §5; each costs one budget."""
+    """The four actions of the game (README: Reward v1); each costs one budget."""
 
     action_type: ActionType = Field(description="read_doc, flag_suspicious, unflag_doc (need doc_id) or submit_answer")
     doc_id: DocId | None = None
@@ -104,7 +104,7 @@ class ContextCorruptionObservation(Observation):
     budget_remaining: int = Field(description="Actions left; every action costs 1")
     turn: int = Field(description="Actions taken so far")
     reward_breakdown: Breakdown | None = Field(default=None, description="Every reward term, once the episode is over")
-    reward_version: str = Field(default=REWARD_VERSION, description="Version of the reward formula (DESIGN §5)")
+    reward_version: str = Field(default=REWARD_VERSION, description="Version of the reward formula")
     message: str = Field(description="What the last action did")
     state_token: str = Field(description="Signed game state: send it back with the next action over HTTP")
 
@@ -161,7 +161,7 @@ class DocumentOut(BaseModel):
 
 
 class EpisodeView(BaseModel):
-    """GET /episodes/{id}: the visible columns of an episode (DESIGN §3)."""
+    """GET /episodes/{id}: the visible columns of an episode (README: The episode)."""
 
     episode_id: int
     split: str

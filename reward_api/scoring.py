@@ -1,4 +1,4 @@
-"""The reward, v1 (DESIGN §5): one pure function used by the server and by training.
+"""The reward, v1 (README: Reward v1): one pure function used by the server and by training.
 
 Deterministic, no model in the loop. A one-shot submission {answer, flagged_ids, confidence} is the
 action trace "flag each id, then submit", so it costs len(flagged_ids) + 1 budget.

@@ -126,7 +126,7 @@ def _document_step(app: FastAPI) -> None:
     for route in app.router.routes:
         if isinstance(route, APIRoute) and route.path == "/step":
             route.description = (
-                "One action of DESIGN §5 (read_doc, flag_suspicious, unflag_doc: doc_id 0..7; submit_answer: answer "
+                "One action of the game (read_doc, flag_suspicious, unflag_doc: doc_id 0..7; submit_answer: answer "
                 "and confidence 0..1); each costs 1 budget. Over HTTP send the state_token of the last observation: "
                 "403 if it was tampered with or signed elsewhere, 409 once the episode is over."
             )

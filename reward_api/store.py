@@ -240,7 +240,7 @@ class EpisodeStore:
         return self._group(loc, columns, answers).slice(loc.offset, 1).to_pylist()[0]
 
     def view(self, episode_id: int) -> dict:
-        """The agent view: the visible columns only (DESIGN §3). Cached and shared: do not mutate it."""
+        """The agent view: the visible columns only (README: The episode). Cached and shared: do not mutate it."""
         loc = self.locate(episode_id)
 
         def load() -> dict:

@@ -1,4 +1,4 @@
-"""Chat prompts for both training modes, built only from the agent-visible columns (DESIGN §3).
+"""Chat prompts for both training modes, built only from the agent-visible columns (README: The episode).
 
 One-shot: the system prompt asks for a single JSON submission. Tool mode: the system prompt
 describes the four actions, and the episode text arrives through the environment's `reset`.

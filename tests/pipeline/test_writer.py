@@ -1,7 +1,7 @@
 """Writer: shard plans, Parquet round trip, byte-identical output, refusals, atomic staging.
 
 Also home of `episode_rows` / `write_folder`, small hand-built datasets that satisfy every invariant of
-DESIGN §3, shared with the card and validate tests.
+the README's episode contract, shared with the card and validate tests.
 """
 
 from __future__ import annotations

@@ -139,6 +139,15 @@ def test_bad_split_or_count_is_refused_by_name(dataset_dir):
     assert whole.tolist() == list(range(SMALL_EPISODES.train, SMALL_EPISODES.train + SMALL_EPISODES.validation))
 
 
+def test_a_hidden_split_is_refused_by_name(dataset_dir, tmp_path):
+    """A hidden split's truth is not in the dataset folder: playing it ended in a pyarrow traceback."""
+    manifest = json.loads((dataset_dir / "manifest.json").read_text())
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest | {"hidden_splits": ["test"]}))
+    with pytest.raises(SystemExit, match="--split 'test': published without its ground truth"):
+        episode_ids(tmp_path, "test", 10)
+    assert len(episode_ids(tmp_path, "validation", 10)) == 10
+
+
 @pytest.mark.parametrize("damage", ["missing", "truncated"])
 def test_a_missing_or_damaged_dataset_ends_in_one_line(dataset_dir, tmp_path, damage):
     """Before any server starts: the message names the file, with no traceback."""

@@ -27,7 +27,7 @@ KEY_PARTS = ("answer_correctness", "corruption_detection", "false_positive_penal
 
 
 def plain_v1(answer, flagged, confidence, used, accepted, corrupt, max_budget=MAX_BUDGET):
-    """DESIGN §5 as written, with the original regex normalize: the reference the fast path must equal."""
+    """Reward v1 as the README writes it, with the original regex normalize: the reference the fast path must equal."""
 
     def norm(text):
         return " ".join(re.sub(r"[^\w\s]", "", text.lower()).split())
