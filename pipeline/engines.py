@@ -156,7 +156,7 @@ def _ray_shard(write: Write, setup: Setup, shared: list, plan: ShardPlan) -> Sha
     return write(plan)
 
 
-_CANCELLED = threading.Event()  # set in the stage process when its local build fails or is interrupted
+_CANCELLED = threading.Event()  # set when a local build fails or is interrupted (in the stage process or a worker)
 
 
 class Cancelled(RuntimeError):
@@ -171,14 +171,20 @@ def _start_worker(parent: int, setup: Setup, *setup_args) -> None:
     """A local pool worker's initializer: tie the worker's life to its stage process `parent`; `setup` waits for
     the first shard (`_local_shard`).
 
-    Ctrl-C reaches the whole process group, but only the stage process acts on it (it cancels the build and shuts
-    the pool down): a worker waiting for work that died of it left the pool's shutdown waiting forever."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    Ctrl-C reaches the whole process group: a worker takes it as a cancel, so a shard being built stops at its next
+    chunk (`stop_if_orphaned`) while the stage process cancels the rest; a worker waiting for work that died of it
+    (KeyboardInterrupt) had left the pool's shutdown waiting forever."""
+    signal.signal(signal.SIGINT, cancel_on_signal)
     _PARENT["pid"] = parent
     if not _kill_on_parent_death():
         threading.Thread(target=watch_parent, args=(parent, _WATCH_S), name="watch-parent", daemon=True).start()
     stop_if_orphaned()  # the stage died before the line above took effect
     _SETUP["pending"] = (setup, setup_args)
+
+
+def cancel_on_signal(signum: int, frame) -> None:
+    """A local pool worker's SIGINT handler: its shards stop at their next check; it keeps waiting for the pool."""
+    _CANCELLED.set()
 
 
 def _local_shard(write: Write, plan: ShardPlan) -> ShardInfo:
@@ -211,8 +217,8 @@ def watch_parent(parent: int, interval: float) -> None:
 
 def stop_if_orphaned() -> None:
     """Before a shard is written: in a local pool's worker whose stage process is gone, end the worker at once, so
-    it publishes no shard into the staging folder a re-run deletes; in the stage process of a build that failed or
-    was interrupted, raise `Cancelled`. Elsewhere (a one-process build, a Ray worker) it does nothing."""
+    it publishes no shard into the staging folder a re-run deletes; in the stage process or a worker of a build that
+    failed or was interrupted, raise `Cancelled`. Elsewhere (a one-process build, a Ray worker) it does nothing."""
     if "pid" in _PARENT and os.getppid() != _PARENT["pid"]:
         os._exit(1)
     if _CANCELLED.is_set():

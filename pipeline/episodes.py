@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -525,12 +526,12 @@ def _answers_staging(answers_dir: Path | None) -> Iterator[Path | None]:
     if answers_dir is None:
         yield None
         return
-    with staging(Path(answers_dir)) as root:
+    with staging(Path(answers_dir), AnswersManifest) as root:
         yield root
 
 
 def _beside(out_dir: Path, name: str) -> Path:
-    out = Path(out_dir).absolute()
+    out = Path(os.path.abspath(out_dir))  # "x/y/.." is x, whose answers folder lies beside x
     if not out.name:
         raise OutputError(f"{out_dir}: is the file system's root; give the output a folder of its own")
     return out.with_name(name)

@@ -261,7 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ParamsError, PublishError, OutputError) as err:
         log.error("publish: %s", err)
         return 1
-    write_receipt(receipt, args.receipt)
+    try:
+        write_receipt(receipt, args.receipt)
+    except OSError as err:  # published (or skipped) already: say so, and that no receipt vouches for it
+        log.error("publish: %s, but writing %s failed: %s", receipt.status, args.receipt, err)
+        return 1
     return 0
 
 

@@ -256,7 +256,8 @@ def _no_file_above(path: Path) -> Path:
 
 
 def _existing_above(path: Path) -> Path:
-    return next(parent for parent in Path(path).absolute().parents if parent.exists())
+    absolute = Path(path).absolute()
+    return next((parent for parent in absolute.parents if parent.exists()), absolute)  # "/" has no parent
 
 
 def _writable(path: Path, folder: Path) -> None:
@@ -265,15 +266,15 @@ def _writable(path: Path, folder: Path) -> None:
 
 
 @contextmanager
-def staging(out_dir: Path) -> Iterator[Path]:
+def staging(out_dir: Path, kind: type[Manifest | AnswersManifest] = Manifest) -> Iterator[Path]:
     """Yield a hidden folder beside out_dir; on success it replaces out_dir, on error it is removed.
 
     A stale staging folder (a killed build) is removed first. The old output is renamed aside before the
     new one is renamed in, so at every instant out_dir is either absent, the old build, or the new build; if the
     last rename fails, the old build goes back. A symlinked out_dir stays a link: its target is replaced. The checks
     (OutputError) come before anything is written: out_dir is no file, nor the working folder or one above it, and
-    a folder with files in it is a previous build (it holds a manifest): `--out data` would have replaced data/ whole,
-    the facts with it.
+    a folder with files in it is a previous build (its manifest.json is a `kind` manifest): `--out data` would have
+    replaced data/ whole, the facts with it, and `--answers data/episodes` the published dataset.
     """
     target = output_folder(Path(out_dir).resolve())
     if Path.cwd().is_relative_to(target):
@@ -282,11 +283,14 @@ def staging(out_dir: Path) -> Iterator[Path]:
             "folder of its own (e.g. data/episodes)"
         )
     _writable(out_dir, _existing_above(target))  # the staging folder is made beside the target
-    if target.is_dir() and any(target.iterdir()) and not (target / MANIFEST_NAME).is_file():
-        raise OutputError(
-            f"{out_dir}: holds files but no {MANIFEST_NAME}, so it is no previous build, and the output would replace "
-            "it whole; give the output an empty or new folder (e.g. data/episodes)"
-        )
+    if target.is_dir() and any(target.iterdir()):
+        try:
+            load_manifest(target / MANIFEST_NAME, kind, "")
+        except ManifestError:
+            raise OutputError(
+                f"{out_dir}: holds files but no {MANIFEST_NAME} of a previous build of this kind, and the output "
+                "would replace it whole; give the output an empty or new folder (e.g. data/episodes)"
+            ) from None
     partial = target.with_name(f".{target.name}.partial")
     old = target.with_name(f".{target.name}.old")
     with _only_build(out_dir, target):
@@ -329,7 +333,7 @@ def _only_build(out_dir: Path, target: Path) -> Iterator[None]:
             raise OutputError(
                 f"{out_dir}: another build (pid {holder}) is writing it; wait for it to end or stop it"
             ) from None
-        if path.exists() and os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino:
+        if _same_file(path, lock):
             break
         lock.close()  # its holder removed the file as we opened it: lock the one at the path now
     try:
@@ -338,5 +342,13 @@ def _only_build(out_dir: Path, target: Path) -> Iterator[None]:
         lock.flush()
         yield
     finally:
-        path.unlink(missing_ok=True)
+        if _same_file(path, lock):  # never another build's lock, had this one's been removed by hand
+            path.unlink(missing_ok=True)
         lock.close()
+
+
+def _same_file(path: Path, handle) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
+    except FileNotFoundError:
+        return False

@@ -25,6 +25,7 @@ from reward_api.keys import GroundTruthMissing
 from reward_api.store import EpisodeNotFound, StoreError
 from reward_api.tokens import TokenError
 
+MAX_ECHO = 1000  # characters of a refused input an error echoes back
 # Checked in order: subclasses before their bases. GroundTruthMissing: scoring a hidden split on a server
 # without its answers is refused here, whoever asks (a 403 says retrying will not help). StoreError: the dataset
 # changed under a running server (503: the server, not the request, is at fault).
@@ -39,16 +40,18 @@ DOMAIN_STATUS = (
 
 
 def _json_safe(value: Any) -> Any:
-    """`value` if JSON can carry it as is, else its repr (NaN, infinities, exceptions, bytes, lone surrogates).
+    """`value` if JSON can carry it as is, else its repr (NaN, infinities, exceptions, bytes, lone surrogates); an
+    input longer than MAX_ECHO characters is not echoed (a refused batch of 8,193 items came back whole).
 
     Encoded as the response will be (UTF-8, not ASCII escapes): a lone surrogate escapes but does not encode."""
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
     try:
-        json.dumps(value, allow_nan=False, ensure_ascii=False).encode()
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        text.encode()
     except (TypeError, ValueError):
-        return repr(value).encode(errors="backslashreplace").decode()
-    return value
+        text = value = repr(value).encode(errors="backslashreplace").decode()
+    return f"<{len(text):,} characters, not echoed>" if len(text) > MAX_ECHO else value
 
 
 def _clean(errors: Any) -> Any:

@@ -42,6 +42,8 @@ def _invalid(kind: str, message: str) -> PydanticCustomError:
 def _digits(value: Any) -> Any:
     """An id in a path is written in digits: int() would also read "3_0" as 30, and "+5", " 5" or "1.000"."""
     if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        if value.startswith("-") and value[1:].isascii() and value[1:].isdigit():
+            raise _invalid("greater_than_equal", f"Input should be greater than or equal to 0, got {value}")
         raise _invalid("int_parsing", f"Input should be a valid integer: an episode id in digits, got {value!r}")
     return value
 

@@ -4,6 +4,7 @@ returns them in plan order, and stops its own shard when the build fails."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from functools import partial
 
@@ -58,3 +59,14 @@ def test_a_failed_worker_stops_the_stage_processes_own_shard_and_the_next_build_
     assert time.monotonic() - started < 20, "the stage's own shard did not stop when the build failed"
     # the stop is not left behind for the next build in this process
     assert len(engines.run_local(PLANS[:4], whereabouts, no_setup, (), 2, None)) == 4
+
+
+def test_a_worker_takes_ctrl_c_as_a_cancel_of_its_shard():
+    """A pool worker's SIGINT handler: the shard it builds stops at its next check (it had ignored Ctrl-C and
+    finished every shard it held, 30 s at a million rows, before the stage could end)."""
+    try:
+        engines.cancel_on_signal(signal.SIGINT, None)
+        with pytest.raises(engines.Cancelled, match="the build was stopped"):
+            engines.stop_if_orphaned()
+    finally:
+        engines._CANCELLED.clear()

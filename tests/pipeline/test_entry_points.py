@@ -177,7 +177,7 @@ def test_an_output_no_stage_can_write_is_refused_before_any_work(tmp_path):
         ("episodes", ["--out", "data"], "data: holds the facts (data/facts), which the output would replace"),
         ("episodes", ["--out", "data/facts"], "data/facts: holds the facts (data/facts)"),
         ("episodes", ["--out", "x", "--answers", "data"], "data: holds the facts"),
-        ("episodes", ["--out", "adir"], "adir: holds files but no manifest.json, so it is no previous build"),
+        ("episodes", ["--out", "adir"], "adir: holds files but no manifest.json of a previous build"),
         ("episodes", ["--out", "/"], "/: is the file system's root"),
         ("validate", ["--metrics", "adir"], "adir: is a folder; give a file name"),
         ("publish", ["--receipt", "adir"], "adir: is a folder; give a file name"),

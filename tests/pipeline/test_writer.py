@@ -23,6 +23,7 @@ from pipeline.schema import (
     NUM_DOCS,
     SPLITS,
     TASKS,
+    AnswersManifest,
     Manifest,
     SplitInfo,
 )
@@ -208,16 +209,20 @@ def test_write_manifest_is_canonical(tmp_path):
     ]
 
 
+# A previous build's manifest, as staging recognises one (the answers folder's: the smallest valid manifest).
+OLD_MANIFEST = AnswersManifest(params_hash="0" * 64, row_group_rows=1, shards=[]).model_dump_json()
+
+
 def _old_build(out: Path) -> None:
     out.mkdir()
     (out / "old.txt").write_text("old")
-    (out / MANIFEST_NAME).write_text("{}")
+    (out / MANIFEST_NAME).write_text(OLD_MANIFEST)
 
 
 def test_staging_replaces_output_on_success(tmp_path):
     out = tmp_path / "episodes"
     _old_build(out)
-    with staging(out) as stage:
+    with staging(out, AnswersManifest) as stage:
         assert stage.parent == tmp_path and stage.name.startswith(".")
         (stage / "new.txt").write_text("new")
         assert (out / "old.txt").exists()
@@ -231,9 +236,14 @@ def test_staging_replaces_only_a_previous_build_or_an_empty_folder(tmp_path):
     out = tmp_path / "data"
     (out / "facts").mkdir(parents=True)
     (out / "notes.txt").write_text("mine")
-    with pytest.raises(OutputError, match="holds files but no manifest.json"), staging(out):
+    with pytest.raises(OutputError, match="holds files but no manifest.json of a previous build"), staging(out):
         raise AssertionError("no staging folder is made")
     assert sorted(p.name for p in out.iterdir()) == ["facts", "notes.txt"]
+    for manifest in ('{"name": "app"}', OLD_MANIFEST):  # anything's manifest.json; an answers folder's, as --out
+        (out / MANIFEST_NAME).write_text(manifest)
+        with pytest.raises(OutputError, match="no manifest.json of a previous build of this kind"), staging(out):
+            raise AssertionError("no staging folder is made")
+    (out / MANIFEST_NAME).unlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -268,9 +278,9 @@ def test_staging_keeps_a_symlinked_output_a_link_and_fills_its_target(tmp_path):
     out.parent.mkdir()
     out.symlink_to(disk / "episodes")
     for build in ("first", "second"):
-        with staging(out) as stage:
+        with staging(out, AnswersManifest) as stage:
             (stage / f"{build}.txt").write_text(build)
-            (stage / MANIFEST_NAME).write_text("{}")
+            (stage / MANIFEST_NAME).write_text(OLD_MANIFEST)
         assert out.is_symlink() and sorted(p.name for p in out.iterdir()) == sorted([f"{build}.txt", MANIFEST_NAME])
     assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["episodes"]
     assert sorted(p.name for p in disk.iterdir()) == ["episodes"]
@@ -294,18 +304,18 @@ def test_a_second_build_of_the_same_folder_is_refused_and_the_first_goes_on(tmp_
     """Two builds of one folder removed each other's staging folder and both failed; the second is refused now, by
     name of the first's process, and the lock file goes with the build that held it."""
     out = tmp_path / "episodes"
-    with staging(out) as first:
+    with staging(out, AnswersManifest) as first:
         with pytest.raises(OutputError, match=f"episodes: another build \\(pid {os.getpid()}\\) is writing it"):
-            with staging(out):
+            with staging(out, AnswersManifest):
                 raise AssertionError("no second staging folder")
         assert first.is_dir()
-        (first / MANIFEST_NAME).write_text("{}")
+        (first / MANIFEST_NAME).write_text(OLD_MANIFEST)
     assert [p.name for p in out.iterdir()] == [MANIFEST_NAME]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
     stale = tmp_path / ".episodes.lock"
     stale.write_text("12345\n")  # a killed build's lock file: its lock went with it
-    with staging(out) as stage:
-        (stage / MANIFEST_NAME).write_text("{}")
+    with staging(out, AnswersManifest) as stage:
+        (stage / MANIFEST_NAME).write_text(OLD_MANIFEST)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
 
 
@@ -323,6 +333,12 @@ def test_an_unwritable_folder_is_refused_before_anything_is_made(tmp_path, monke
         with pytest.raises(OutputError, match=f"{readonly} is not writable"):
             check()
     assert list(readonly.iterdir()) == []
+    writable = readonly / "episodes"  # a writable output in a read-only folder: its staging folder goes beside it
+    writable.mkdir()
+    monkeypatch.setattr(writer.os, "access", lambda path, mode: Path(path) not in (readonly, readonly.resolve()))
+    with pytest.raises(OutputError, match=f"episodes: {readonly} is not writable"), staging(writable):
+        raise AssertionError("no staging folder is made")
+    assert list(readonly.iterdir()) == [writable]
 
 
 def test_staging_puts_the_old_build_back_when_the_last_rename_fails(tmp_path, monkeypatch):
@@ -337,7 +353,7 @@ def test_staging_puts_the_old_build_back_when_the_last_rename_fails(tmp_path, mo
         os.rename(src, dst)
 
     monkeypatch.setattr(writer.os, "replace", failing_second)
-    with pytest.raises(OSError, match="busy"), staging(out) as stage:
+    with pytest.raises(OSError, match="busy"), staging(out, AnswersManifest) as stage:
         (stage / "new.txt").write_text("new")
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "old.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]

@@ -21,7 +21,7 @@ LONG_ANSWER = {"action_type": "submit_answer", "answer": "x" * 1001, "confidence
 
 CASES = [
     ("get", "/episodes/999999", None, 404, "no episode 999999"),
-    ("get", "/episodes/-1", None, 422, "an episode id in digits, got '-1'"),
+    ("get", "/episodes/-1", None, 422, "greater than or equal to 0, got -1"),
     ("get", "/episodes/abc", None, 422, "valid integer"),
     ("get", "/episodes/3_0", None, 422, "an episode id in digits, got '3_0'"),  # int() reads 30
     ("get", "/episodes/+5", None, 422, "in digits"),
@@ -123,6 +123,9 @@ def test_score_batch_reports_errors_as_score_does(http):
     assert reply.status_code == 422 and len(reply.content) < 1000, reply.text[:300]
     (error,) = reply.json()["detail"]
     assert error["loc"] == ["body"] and error["input"] == {} and "trailing comma" in error["msg"]
+    reply = http.post("/score/batch", json={"submissions": [SUB] * 8193})  # too many: the list was echoed whole
+    assert reply.status_code == 422 and len(reply.content) < 1000, reply.text[:300]
+    assert "at most 8192" in reply.text and "not echoed" in reply.text
 
 
 def test_a_refused_action_on_the_websocket_is_reported_and_the_session_goes_on(base_url):
