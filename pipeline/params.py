@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -85,6 +86,11 @@ class FactsParams(_Section):
         return value
 
 
+def _check_ray_client(address: str, where: str = "") -> None:
+    if address.startswith("ray://") and importlib.util.find_spec("grpc") is None:  # what Ray Client imports
+        raise ValueError(f"a ray:// address{where} needs the Ray Client: pip install 'ray[client]'")
+
+
 class EpisodesParams(_Section):
     train: int = Field(gt=0)
     validation: int = Field(gt=0)
@@ -113,9 +119,14 @@ class EpisodesParams(_Section):
             raise ValueError(f"is only used with engine: ray, but engine is {info.data.get('engine')!r}")
         if value != value.strip():
             raise ValueError("must not start or end with spaces")
-        if value.startswith("ray://") and importlib.util.find_spec("grpc") is None:  # what Ray Client imports
-            raise ValueError("a ray:// address needs the Ray Client: pip install 'ray[client]'")
+        _check_ray_client(value)
         return value
+
+    @model_validator(mode="after")
+    def _environment_address(self) -> EpisodesParams:
+        if self.engine == "ray" and not self.ray_address:  # ray.init joins RAY_ADDRESS then (engines.ray_init_args)
+            _check_ray_client(os.environ.get("RAY_ADDRESS", ""), " (RAY_ADDRESS, which engine: ray joins)")
+        return self
 
     @field_validator("engine")
     @classmethod

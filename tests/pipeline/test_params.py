@@ -151,6 +151,9 @@ def test_a_ray_client_address_without_the_client_names_the_key_and_the_extra(mon
     with pytest.raises(ParamsError, match=needle):
         section(data | {"episodes": episodes}, "episodes", EpisodesParams)
     section(data | {"episodes": episodes | {"ray_address": "auto"}}, "episodes", EpisodesParams)
+    monkeypatch.setenv("RAY_ADDRESS", "ray://127.0.0.1:10001")  # joined when ray_address is empty
+    with pytest.raises(ParamsError, match=r"episodes: .*address \(RAY_ADDRESS, which engine: ray joins\) needs"):
+        section(data | {"episodes": episodes | {"ray_address": ""}}, "episodes", EpisodesParams)
 
 
 def test_bad_seed_and_missing_file(tmp_path):
