@@ -318,9 +318,8 @@ agent_view = episodes["train"].select_columns([{visible}])
 
 A stream abandoned part-way can abort Python as the program exits right after (`terminate called without an active
 exception`, or an ignored error from `Parquet._generate_tables`): a pyarrow bug (apache/arrow#45214) that `datasets`
-works around for pyarrow 24 and older only. Read a
-stream to its end, or close its iterator and collect it (`rows.close(); gc.collect()`) before the program's last
-work rather than as its last line.
+works around for pyarrow 24 and older only. Read a stream to its end, or close its iterator and collect it
+(`rows.close(); gc.collect()`) before the program's last work rather than as its last line.
 
 `manifest.json` maps every id to its shard and row group (ids are contiguous per shard; row group =
 (id - shard first_id) // {manifest.row_group_rows}), so a server finds one episode by reading one row group.
