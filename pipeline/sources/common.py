@@ -112,8 +112,8 @@ def plain_number_aliases(answers: pl.Series) -> pl.Series:
     return pl.select(pl.when(plain != answers).then(pl.concat_list(plain)).otherwise(empty)).to_series()
 
 
-# Letters and marks with no decomposition, which the fold below would drop ("Łódź" → "odz", "Kırıkkale" → "Krkkale",
-# "Điện Bàn" → "ien Ban"): their ASCII spelling.
+# Letters and marks with no decomposition, which the fold below would keep ("Łódź" → "Łodz", "Kırıkkale" unchanged,
+# "Điện Bàn" → "Đien Ban"): their ASCII spelling.
 _UNDECOMPOSED = str.maketrans(
     {"ł": "l", "Ł": "L", "ı": "i", "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "ø": "o", "Ø": "O", "ħ": "h", "Ħ": "H"}
     | {"ŧ": "t", "Ŧ": "T", "ŋ": "n", "Ŋ": "N", "ĸ": "k", "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ß": "ss"}
@@ -122,8 +122,12 @@ _UNDECOMPOSED = str.maketrans(
 
 
 def ascii_fold(text: str) -> str:
-    """'Bogotá' → 'Bogota', 'Łódź' → 'Lodz': the spelling people type when their keyboard lacks the accent."""
-    return unicodedata.normalize("NFKD", text.translate(_UNDECOMPOSED)).encode("ascii", "ignore").decode()
+    """'Bogotá' → 'Bogota', 'Łódź' → 'Lodz': the spelling people type when their keyboard lacks the accent.
+
+    Only accents go: a character with no ASCII spelling stays as it is, since dropping it (or its compatibility
+    form, "½" → "1⁄2") would spell another answer ("5½" → "512")."""
+    decomposed = unicodedata.normalize("NFD", text.translate(_UNDECOMPOSED))
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
 def folded_aliases(text: str) -> list[str]:

@@ -53,6 +53,20 @@ def test_fact_rows_drop_the_answer_and_repeats_from_aliases():
     assert FactRows("empty").frame().height == 0
 
 
+@pytest.mark.parametrize(
+    ("answer", "folded"),
+    [("Bogotá", "Bogota"), ("Łódź", "Lodz"), ("Điện Bàn", "Dien Ban"), ("5½", "5½"), ("Straße", "Strasse")]
+    + [("北京", "北京"), ("m²", "m²"), ("Ωmega", "Ωmega")],
+)
+def test_the_fold_drops_accents_and_keeps_what_has_no_ascii_spelling(answer, folded):
+    """A dropped "½" made "5½" accept "512" (and "北京" accept the empty reply's normal form)."""
+    assert ascii_fold(answer) == folded
+    rows = FactRows("demo")
+    rows.add("demo:1", "open", "s", "Q?", answer, [], "text")
+    accepted = accepted_answers(answer, rows.frame()["answer_aliases"][0])
+    assert accepted == {normalize(answer), normalize(folded)}
+
+
 def test_hyphenated_answers_also_accept_the_spaced_spelling():
     """normalize("Porto-Novo") is "portonovo": without a spaced alias, "Porto Novo" would be scored wrong."""
     rows = FactRows("demo")
