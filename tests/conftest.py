@@ -31,6 +31,20 @@ def view_cache(tmp_path_factory) -> Iterator[Path]:
         yield folder
 
 
+@pytest.fixture(scope="session", autouse=True)
+def datasets_cache(tmp_path_factory) -> Iterator[Path]:
+    """`datasets` keeps what the tests load here, not in ~/.cache/huggingface/datasets (whose entries a real source's
+    loads would then share: a local fixture folder named like a Hub dataset lands under the same name)."""
+    import sys
+
+    folder = tmp_path_factory.mktemp("datasets-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_DATASETS_CACHE", str(folder))
+        if config := sys.modules.get("datasets.config"):  # imported already: it read the variable then
+            patch.setattr(config, "HF_DATASETS_CACHE", folder)
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def facts_dir(tmp_path_factory) -> Path:
     from pipeline.facts import build_facts, write_facts

@@ -20,7 +20,12 @@ import polars as pl
 from pipeline.sources.common import FactRows, canonical_number, infer_answer_type
 
 MAX_ANSWER_WORDS = 5
-NQ_OPEN, POPQA, FAITHEVAL = "nq_open", "akariasai/PopQA", "Salesforce/FaithEval-counterfactual-v1.0"
+# Full ids: the legacy `nq_open` is a redirect, and a bare name would also be a folder of the working directory.
+NQ_OPEN, POPQA, FAITHEVAL = (
+    "google-research-datasets/nq_open",
+    "akariasai/PopQA",
+    "Salesforce/FaithEval-counterfactual-v1.0",
+)
 DEFAULT_PATHS = {"nq_open": NQ_OPEN, "popqa": POPQA, "faitheval": FAITHEVAL}
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 # PopQA relations whose objects are people or places; the others are inferred from the answer text.
@@ -30,8 +35,12 @@ POPQA_TYPES = {
 }
 POPQA_COLUMNS = {"id", "subj", "prop", "obj", "question", "possible_answers", "o_aliases"}
 _ARTICLE = re.compile(r"^(?:the|an?)\s+", re.IGNORECASE)  # "the United States" also answers as "United States"
-# FaithEval questions that only make sense next to their answer options.
-_NEEDS_OPTIONS = re.compile(r"^(which|what) of (the|these) (following|options|choices)\b", re.IGNORECASE)
+# FaithEval questions that only make sense next to their answer options ("Which of these is a mammal?").
+_NEEDS_OPTIONS = re.compile(
+    r"\bthe (following|options|choices)\b|\b(listed|shown) below\b"
+    r"|^(which|what)( one| two| three)? of (these|those)\b",
+    re.IGNORECASE,
+)
 
 
 class HubSourceError(RuntimeError):
@@ -55,16 +64,16 @@ def _unreadable(source: str, path: str, err: Exception) -> HubSourceError:
 def locate(source: str, path: str | None, revision: str | None) -> Location:
     """The repo and commit `revision` (a tag, branch or commit; None: the default branch) of the source's Hub dataset
     names now: the repo by its full id (a legacy id such as `nq_open` is a redirect), a full commit sha as given, so
-    a pinned build also reads from the `datasets` cache offline. A local folder has no revision: one given for it is
-    refused."""
-    path = path or DEFAULT_PATHS[source]
-    if Path(path).is_dir():
+    a pinned build also reads from the cache offline. `path` (a Hub id, or a local folder, which has no revision: one
+    given for it is refused) replaces the source's default id, which is never taken for a folder."""
+    if path is not None and Path(path).is_dir():
         if revision is not None:
             raise HubSourceError(
                 f"facts.hub_revisions.{source}: {revision!r} names a Hub revision, but {source} is read from the "
                 f"local folder {path!r}"
             )
         return Location(path, None)
+    path = path or DEFAULT_PATHS[source]
     if revision is not None and _COMMIT.fullmatch(revision):
         return Location(path, revision)
     # Imported here, as `datasets` is: the default build reads no Hub source.
@@ -84,12 +93,19 @@ def locate(source: str, path: str | None, revision: str | None) -> Location:
 
 
 def _rows(source: str, where: Location, split: str, limit: int, columns: set[str]) -> Iterable[dict]:
+    """The first `limit` rows of `split`. A Hub source is fetched at its commit (`snapshot_download`, whose cache
+    is kept per commit) and read from there: `load_dataset(repo, revision=...)` offline reads whichever version it
+    cached last, whatever the commit, while the facts would record the pinned one."""
     # Imported here: `datasets` takes over a second to import and the default build never needs it.
     from datasets import load_dataset
+    from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HTTPError  # the transport's errors are no OSError
 
     try:
-        rows = load_dataset(where.path, split=f"{split}[:{limit}]", revision=where.commit)
+        path = where.path
+        if where.commit is not None:
+            path = snapshot_download(where.path, repo_type="dataset", revision=where.commit)
+        rows = load_dataset(path, split=f"{split}[:{limit}]")
     except (HTTPError, OSError, ValueError) as err:
         raise _unreadable(source, where.path, err) from err
     missing = columns - set(rows.column_names)
@@ -158,16 +174,18 @@ def popqa(where: Location, limit: int, split: str = "test") -> pl.DataFrame:
     """PopQA rows: id, subj, prop, obj, question, and JSON-encoded possible_answers / o_aliases."""
     rows = FactRows("popqa")
     for row in _rows("popqa", where, split, limit, POPQA_COLUMNS):
-        obj = str(row["obj"]).strip()
+        if not isinstance(row["subj"], str) or not isinstance(row["obj"], str):
+            continue  # the TSV reader takes a cell "NaN", "N/A" or "null" for a missing value: not a name to write
+        obj, subject = row["obj"].strip(), row["subj"].strip()
         answers = [obj, *_json_list(row["possible_answers"]), *_json_list(row["o_aliases"])]
         answers = [a.strip() for a in answers if isinstance(a, str)]
-        if is_short(obj):
+        if is_short(obj) and subject:
             relation = snake_case(row["prop"])
             _add(
                 rows,
                 f"popqa:{row['id']}",
                 relation,
-                str(row["subj"]),
+                subject,
                 row["question"],
                 answers,
                 POPQA_TYPES.get(relation),
@@ -178,13 +196,15 @@ def popqa(where: Location, limit: int, split: str = "test") -> pl.DataFrame:
 def faitheval(where: Location, limit: int, split: str = "test") -> pl.DataFrame:
     """FaithEval counterfactual rows: id, question, context, choices{label, text}, answerKey, "num of options".
 
-    The keyed answer is the one its own context supports (the benchmark's counterfactual), kept as given.
+    The keyed answer is the one its own context supports (the benchmark's counterfactual), kept as given. Only
+    questions are kept: not completion stems, nor questions that need their options to be read.
     """
     rows = FactRows("faitheval")
     for row in _rows("faitheval", where, split, limit, {"id", "question", "choices", "answerKey"}):
         labels, texts = row["choices"]["label"], row["choices"]["text"]
-        if row["answerKey"] not in labels or _NEEDS_OPTIONS.match(row["question"].strip()):
-            continue
+        stem = row["question"].strip()
+        if row["answerKey"] not in labels or _NEEDS_OPTIONS.search(stem) or not stem.endswith("?"):
+            continue  # a completion stem ("..., the switch can") is no question
         answer = texts[labels.index(row["answerKey"])].strip()
         if is_short(answer):
             question = as_question(row["question"])

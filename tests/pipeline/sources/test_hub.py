@@ -75,6 +75,8 @@ def write_popqa(root: Path) -> str:
         _popqa_row(900002, "Mars Hill", "genre", long_genre, "What genre is Mars Hill?", []),
         _popqa_row(900003, "Tom Hanks", "country", "the United States", "What country is Tom Hanks from?", ["USA"]),
         _popqa_row(900004, "Halo", "performer", "Beyoncé", "Who performed Halo?", []),
+        _popqa_row(900005, "N/A", "genre", "jazz", "What genre is N/A?", []),  # read as a missing value: dropped
+        _popqa_row(900006, "Kind of Blue", "genre", "NaN", "What genre is Kind of Blue?", []),  # so is this
     ]
     folder = root / "PopQA"
     folder.mkdir()
@@ -89,6 +91,10 @@ def write_faitheval(root: Path) -> str:
         ("Mercury_7002", "Which of the following is a mammal?", ["shark", "whale", "trout"], "B"),
         ("Mercury_7003", "In what year did the bridge open?", ["1888", "1932", "1960"], "B"),
         ("Mercury_7004", "Why do leaves fall?", ["they are pushed off by new growth in the spring"] * 3, "A"),
+        ("Mercury_7005", "Which of these is a mammal?", ["shark", "whale", "trout"], "B"),
+        ("Mercury_7006", "Which one of the following conducts heat?", ["wood", "copper", "air"], "B"),
+        ("Mercury_7007", "Which gas is listed below as inert?", ["argon", "oxygen", "hydrogen"], "A"),
+        ("Mercury_7008", "When a switch is opened in a circuit, the current", ["stops", "doubles", "rises"], "A"),
     ]
     labels = ["A", "B", "C"]
     table = pa.table(
@@ -243,7 +249,10 @@ print(json.dumps({"hub_sources": summarise(table)["hub_sources"], "questions": s
 """
 
 
-def _build_from_hub(hub_: HubStandin, tmp_path: Path, repo: str, **revisions: str) -> subprocess.CompletedProcess:
+def _build_from_hub(
+    hub_: HubStandin, home: Path, repo: str, offline: bool = False, **revisions: str
+) -> subprocess.CompletedProcess:
+    """build_facts reading `repo` at `revisions` with the Hub cache in `home` (offline: that cache alone)."""
     params = {
         "sources": ["elements", "nq_open"],
         "synthetic_entities": 1,
@@ -252,7 +261,8 @@ def _build_from_hub(hub_: HubStandin, tmp_path: Path, repo: str, **revisions: st
         "hub_revisions": revisions,
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env |= {"HF_ENDPOINT": hub_.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    env |= {"HF_ENDPOINT": hub_.endpoint, "HF_HOME": str(home), "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    env |= {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"} if offline else {}
     cmd = [sys.executable, "-c", _BUILD, json.dumps(params), repo]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
 
@@ -275,6 +285,11 @@ def test_a_hub_source_is_read_at_its_revision_and_the_commit_is_recorded(tmp_pat
             for name, revision in {"v1": {"nq_open": "v1"}, "sha": {"nq_open": v1}, "main": {}}.items()
         }
         missing = _build_from_hub(standin, tmp_path / "missing", repo, nq_open="v9")
+        # Offline, a pinned commit is read from the cache only if that commit was fetched: the cache of "main"
+        # holds newer rows, which a build pinned to v1 must not take for v1's.
+        offline = {
+            name: _build_from_hub(standin, tmp_path / name, repo, offline=True, nq_open=v1) for name in ("sha", "main")
+        }
 
     read = {name: json.loads(result.stdout) for name, result in built.items() if not result.returncode}
     assert set(read) == set(built), {name: result.stderr[-2000:] for name, result in built.items()}
@@ -283,4 +298,7 @@ def test_a_hub_source_is_read_at_its_revision_and_the_commit_is_recorded(tmp_pat
     assert read["main"]["hub_sources"] == {"nq_open": {"path": repo, "commit": main}}
     assert set(read["main"]["questions"]) - set(read["v1"]["questions"]) == {"Who built the ark?"}
     assert missing.returncode != 0
+    assert json.loads(offline["sha"].stdout) == read["v1"], offline["sha"].stderr[-2000:]
+    assert offline["main"].returncode != 0, offline["main"].stdout
+    assert "HubSourceError: facts.sources: nq_open could not be read from 'acme/nq_open'" in offline["main"].stderr
     assert f"HubSourceError: facts.hub_revisions.nq_open: '{repo}' has no revision 'v9'" in missing.stderr
