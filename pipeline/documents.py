@@ -26,11 +26,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.schema import NUM_DOCS
+from pipeline.schema import NUM_DOCS, OPEN
 
 # --- Wording. Every template family used for several picks per document has a prime size (see distinct()).
 
-OPEN = "open"  # relation of facts known only by their question (nq_open, FaithEval)
 FIRST_CITED_YEAR, CITED_YEARS = 1990, 35
 # The current year: a document about a year cites a report from after every year it names, at the latest this one.
 LAST_CITED_YEAR = 2026
@@ -46,8 +45,15 @@ CITED_SINCE = (
     | {"capital": 2023, "currency": 2024}
 )
 # Facts that changed after their relation's data, cited from the change on: Bulgaria's euro (2026), which
-# pipeline.sources.geonames.CHANGED_CURRENCIES puts in place of GeoNames' lev. A 2024 bulletin cannot quote it.
-CITED_SINCE_FACTS = {"geonames:currency:BG": 2026}
+# pipeline.sources.geonames.CHANGED_CURRENCIES puts in place of GeoNames' lev (a 2024 bulletin cannot quote it), the
+# Caribbean guilder of Curaçao and Sint Maarten (March 2025), and cities by names they took after 2019 (by
+# geonameid: Gqeberha and Kariega 2021, Astana again in 2022, Dharashiv 2023, Ahilyanagar in October 2024).
+_RENAMED_CITIES = {"964420": 2021, "946877": 2021, "1526273": 2022, "1261012": 2023, "1279228": 2025}
+CITED_SINCE_FACTS = {"geonames:currency:BG": 2026, "geonames:currency:CW": 2025, "geonames:currency:SX": 2025} | {
+    f"geonames:{relation}:{city}": year
+    for city, year in _RENAMED_CITIES.items()
+    for relation in ("city_country", "city_population")
+}
 # The fictional facts bound no year by their entity's other facts (a company's founding, a person's birth): facts are
 # split by fact_id, so a bound would give a held-out fact away to anyone reading train (the earliest report cited
 # about a company would be its founding year, 62% of the time). A 1998 report may name a company founded in 2011.
@@ -806,11 +812,17 @@ def topics(relation: pl.Series, names_answer: np.ndarray) -> tuple[np.ndarray, n
     return family, domain, label.fill_null(relation.str.replace_all("_", " "))
 
 
-def cited_since(relation: pl.Series, fact_id: pl.Series) -> np.ndarray:
-    """Per fact: the first year its documents may cite (CITED_SINCE_FACTS, else CITED_SINCE, else FIRST_CITED_YEAR).
-    By relation, not clause family: a city named like its country is still real-world data of its time."""
-    by_relation = relation.replace_strict(CITED_SINCE, default=FIRST_CITED_YEAR, return_dtype=pl.Int64)
-    return fact_id.replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64).to_numpy()
+def cited_since(facts: pl.DataFrame) -> np.ndarray:
+    """Per fact (relation, fact_id, question, answer): the first year its documents may cite (CITED_SINCE_FACTS,
+    else CITED_SINCE, else FIRST_CITED_YEAR). By relation, not clause family: a city named like its country is still
+    real-world data of its time. A fact known only by its question (OPEN) is cited from the latest year its question
+    or answer names, up to LAST_CITED_YEAR: a 2009 yearbook cannot say who hosts the 2019 Super Bowl."""
+    by_relation = facts["relation"].replace_strict(CITED_SINCE, default=FIRST_CITED_YEAR, return_dtype=pl.Int64)
+    since = facts["fact_id"].replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64)
+    words = pl.concat_str("question", "answer", separator=" ")
+    years = words.str.extract_all(r"\b(?:1[0-9]{3}|20[0-9]{2})\b").list.eval(pl.element().cast(pl.Int64)).list.max()
+    named = np.minimum(facts.select(years.fill_null(0)).to_series().to_numpy(), LAST_CITED_YEAR)
+    return np.where((facts["relation"] == OPEN).to_numpy(), np.maximum(since.to_numpy(), named), since.to_numpy())
 
 
 ABOUT = ("s", "S", "sp", "Sp", "q", "label", "Label")  # the slots that name a fact's subject and relation
@@ -1040,8 +1052,9 @@ def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, claim: pl.Series
     or from a later year `since` to LAST_CITED_YEAR.
 
     Where the answer is a year, the cited report comes after both years the document names (a 2006 report cannot
-    state a 2007 founding): uniform over the other years from the later of them to LAST_CITED_YEAR, or from the year
-    after it, with room past the excluded years, where that is later still. The exclusions are the episode's, the
+    state a 2007 founding): uniform over the other years from the later of them to LAST_CITED_YEAR, never past it (a
+    2029 report in 2026 is impossible, and only corrupt documents, whose years come nearest to it, cited one). The
+    exclusions are the episode's, the
     same for all its documents: were they a document's own, a claimed year cited by another document would mark that
     claim as wrong (the truth is never cited). The bound is the document's own: an inversion's two years and a clean
     document's are drawn with one law (`corruption.Neighbours`), so a bound from them is too, while a bound from every
@@ -1053,12 +1066,8 @@ def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, claim: pl.Series
     excluded = np.concatenate([answered[:, None], named], axis=1)
     truth = _year_values(answer)
     first = np.maximum(FIRST_CITED_YEAR, np.maximum(_as_year(values[0]), _as_year(values[1])) + 1)
-    low = np.where(truth > 0, first, since)
-    high = np.where(
-        truth > 0,
-        np.maximum(LAST_CITED_YEAR, first + (excluded >= first[:, None]).sum(axis=1)),  # room past the exclusions
-        np.where(since > FIRST_CITED_YEAR, LAST_CITED_YEAR, FIRST_CITED_YEAR + CITED_YEARS - 1),
-    )
+    low = np.where(truth > 0, np.minimum(first, LAST_CITED_YEAR), since)
+    high = np.where((truth > 0) | (since > FIRST_CITED_YEAR), LAST_CITED_YEAR, FIRST_CITED_YEAR + CITED_YEARS - 1)
     return _uniform_except(u, low, high, excluded)
 
 

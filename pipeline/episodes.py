@@ -59,6 +59,7 @@ from pipeline.schema import (
     SplitInfo,
     hub_sources,
 )
+from pipeline.sources import synthetic
 from pipeline.writer import (
     MANIFEST_NAME,
     OutputError,
@@ -108,8 +109,12 @@ class SplitFacts:
 
 
 def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
-    """Everything generation needs from the facts of `split` (FACT_SCHEMA table with every split)."""
-    table = pl.from_arrow(facts).filter(pl.col("split") == split).sort("fact_id")
+    """Everything generation needs from the facts of `split` (FACT_SCHEMA table with every split). Wrong claims
+    about real-world facts draw on every split's answers of the relation (`corruption.truths`), fictional ones on
+    their split's alone."""
+    every = pl.from_arrow(facts)
+    table = every.filter(pl.col("split") == split).sort("fact_id")
+    public = every.filter((pl.col("split") != split) & (pl.col("source") != synthetic.SOURCE)).sort("fact_id")
     if table.is_empty():
         raise ValueError(f"the facts table has no fact in split {split!r}; episodes need at least one")
     norm = corruption.normalize_expr
@@ -119,10 +124,10 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
         split=split,
         table=table.to_arrow().cast(facts.schema),
         frame=documents.about(table["subject"], table["question"], label).with_columns(table["answer"]),
-        truths=corruption.truths(table, pools),
+        truths=corruption.truths(table, pools, public),
         family=family,
         domain=domain,
-        since=documents.cited_since(table["relation"], table["fact_id"]),
+        since=documents.cited_since(table),
     )
 
 

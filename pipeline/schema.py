@@ -19,6 +19,7 @@ SCHEMA_VERSION = 1
 REWARD_VERSION = "v1"
 
 NUM_DOCS = 8
+OPEN = "open"  # the relation of facts known only by their question (nq_open, FaithEval)
 MAX_BUDGET = 12
 SPLITS = ("train", "validation", "test")
 # Difficulty tiers: task TASKS[k - 1] has k corrupt documents.

@@ -95,10 +95,12 @@ CURRENCY_NAMES = {
 # special administrative region (its sovereign state is true too) or a territory whose sovereignty is disputed.
 NO_CITY_COUNTRY = frozenset({"CW", "EH", "HK", "MO", "PR", "PS", "TW", "XK"})
 NO_CITY_COUNTRY_CITIES = frozenset({"281184", "7498240"})  # Jerusalem, West Jerusalem
-# (country, admin1) of regions another state claims to have annexed: Crimea, Sevastopol, and the Donetsk, Luhansk,
-# Zaporizhzhia and Kherson oblasts.
+# (country, admin1) of regions another state claims: Crimea, Sevastopol, and the Donetsk, Luhansk, Zaporizhzhia and
+# Kherson oblasts (claimed annexed); Kashmir, whole claimed by India and by Pakistan (Jammu and Kashmir, Ladakh;
+# Azad Kashmir, Gilgit-Baltistan).
 NO_CITY_COUNTRY_REGIONS = frozenset(
     {("UA", "05"), ("UA", "08"), ("UA", "11"), ("UA", "14"), ("UA", "20"), ("UA", "26")}
+    | {("IN", "12"), ("IN", "41"), ("PK", "06"), ("PK", "07")}
 )
 # Other names of a country, each accepted where a city's country is asked: the official or former name, the
 # abbreviation ("Türkiye", "Czech Republic", "USA"); an answer from knowledge scores. None names another country
@@ -128,6 +130,7 @@ OTHER_COUNTRY_NAMES = {
 # within TWIN_KM of a bigger one is the same town listed twice or a part of it (South Boston, 571,281 people: the
 # whole city's; Magdeburg's Neue Neustadt; Camayenne by Conakry): only the bigger is kept.
 DISTRICT_KM, DISTRICT_RATIO = 8.0, 3
+_REGION = re.compile(r" (County|Province|District|Prefecture|Governorate|Region|Municipality)$")
 METRO_KM, METRO_MAX_KM = 8.0, 25.0
 TWIN_KM = 3.0
 # Places of fewer people are left out (Antarctica, Bouvet Island, the French Southern Territories, Pitcairn): the
@@ -324,8 +327,8 @@ def facts() -> pl.DataFrame:
             continue
         if geonameid in parts:  # a district of a bigger city
             continue
-        if name[:1].isdigit():  # "6th of October City" would open sentences with a digit
-            continue
+        if name[:1].isdigit() or _REGION.search(name):  # "6th of October City" would open sentences with a digit;
+            continue  # "Longling County", "Bandundu Province" are no cities
         for relation, question, answer, aliases, kind in city_facts(city, name, country_name(country["name"])):
             rows.add(f"{SOURCE}:{relation}:{geonameid}", relation, name, question, answer, aliases, kind)
     return rows.frame()

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import polars as pl
 
+from pipeline.schema import OPEN
 from pipeline.sources.common import FactRows, canonical_number, infer_answer_type
 
 MAX_ANSWER_WORDS = 5
@@ -166,7 +167,7 @@ def nq_open(where: Location, limit: int, split: str = "train") -> pl.DataFrame:
         if answers:
             question = as_question(row["question"])
             digest = hashlib.blake2b(row["question"].strip().lower().encode(), digest_size=8).hexdigest()
-            _add(rows, f"nq_open:{digest}", "open", question, question, answers)
+            _add(rows, f"nq_open:{digest}", OPEN, question, question, answers)
     return rows.frame()
 
 
@@ -208,7 +209,7 @@ def faitheval(where: Location, limit: int, split: str = "test") -> pl.DataFrame:
         answer = texts[labels.index(row["answerKey"])].strip()
         if is_short(answer):
             question = as_question(row["question"])
-            _add(rows, f"faitheval:{row['id']}", "open", question, question, [answer])
+            _add(rows, f"faitheval:{row['id']}", OPEN, question, question, [answer])
     return rows.frame()
 
 

@@ -7,6 +7,7 @@ import pytest
 from pipeline import corruption
 from pipeline.corruption import COHERENT, ENTITY, INVERSION, NUMBER
 from pipeline.pools import build_pools
+from pipeline.schema import OPEN
 from pipeline.sources import elements, geonames, synthetic
 from reward_api.scoring import normalize
 
@@ -21,7 +22,7 @@ def pools():
 def _facts(rows: list[tuple]) -> pl.DataFrame:
     return pl.DataFrame(
         rows, schema=["answer", "answer_aliases", "answer_type", "relation"], orient="row"
-    ).with_columns(pl.col("answer_aliases").cast(pl.List(pl.String)), source=pl.lit("test"))
+    ).with_columns(pl.col("answer_aliases").cast(pl.List(pl.String)), source=pl.lit("test"), question=pl.lit("Q?"))
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +105,83 @@ def test_another_spelling_of_the_answer_is_no_wrong_value(pools):
     for row, same in ((0, "Beyonce"), (1, "Beyoncé"), (2, "United States"), (3, "the United States")):
         values, _, _ = _claims(truths, [row] * 200, ENTITY)
         assert same not in values and names[row] not in values
+
+
+def test_a_held_out_split_draws_on_every_splits_public_answers(pools):
+    """Three colours in a split: alone, too few for a group of their own, they would take job titles from the text
+    pool; with the other splits' colours (`public`) they take colours, and a number's range and neighbours are its
+    relation's across the splits."""
+    colours = ["blue", "red", "green", "white", "black", "yellow", "purple", "orange"]
+    split = _facts([(c, [], "text", "color") for c in colours[:3]] + [("55", [], "quantity", "atomic_number")])
+    public = _facts(
+        [(c, [], "text", "color") for c in colours[3:]]
+        + [(str(n), [], "quantity", "atomic_number") for n in range(1, 119) if n != 55]
+    )
+    alone = corruption.truths(split, pools)
+    values, _, _ = _claims(alone, [0] * 100, ENTITY)
+    assert not set(values) & set(colours)
+    pooled = corruption.truths(split, pools, public)
+    values, _, applied = _claims(pooled, [0] * 100, ENTITY)
+    assert set(applied) == {ENTITY} and set(values) <= set(colours[1:])
+    assert (pooled.low[3], pooled.high[3]) == (1, 118) and pooled.ranked[3] and not alone.ranked[3]
+    values, _, _ = _claims(pooled, [3] * 100, INVERSION)  # neighbours: other atomic numbers near 55
+    assert all(1 <= abs(int(v) - 55) <= 6 for v in values), values
+
+
+def test_an_entity_claim_about_a_big_relations_number_is_a_true_answer_near_it(pools):
+    """Another country's population drawn from anywhere read as absurd (Kuwait with 2,550 people): an entity claim
+    is another answer of the relation from a neighbourhood ENTITY_REACH times an inversion's."""
+    counts = [round(1000 * 1.03**i) for i in range(200)]
+    truths = corruption.truths(_facts([(f"{c:,}", [], "quantity", "population") for c in counts]), pools)
+    values, _, applied = _claims(truths, [100] * 300, ENTITY)
+    numbers = {int(v.replace(",", "")) for v in values}
+    assert set(applied) == {ENTITY} and numbers <= set(counts) - {counts[100]}
+    assert all(0.5 < n / counts[100] < 2 for n in numbers), sorted(numbers)
+    assert len(numbers) >= 20  # still many values: the whole neighbourhood
+
+
+def test_a_near_miss_stays_in_its_relations_range_and_keeps_a_decimal(pools):
+    """A redraw's long move that leaves the birth years' range both ways lands inside it (a birth year past every
+    true one, only ever a corrupt document's, was a tell), and a near miss of a number with decimals is never whole
+    ("109" for tellurium's 127.6: no true atomic mass is)."""
+    years = corruption.truths(_facts([(str(y), [], "year", "birth_year") for y in range(1946, 1986)]), pools)
+    rows = np.full(4000, 18)  # 1964, 18 years from either end
+    u = np.random.default_rng(0).random((len(rows), corruption.U_COLUMNS))
+    for round_ in (0, 3, 9):
+        moved = corruption._near_miss(years, rows, years.value[rows], years.decimals[rows], u, round_)
+        assert moved.min() >= 1946 and moved.max() <= 1985, round_
+    masses = ["127.6", "107.868", "1.008", "26.982", "39.95", "196.967", "10.81", "58.693"]
+    truths = corruption.truths(_facts([(m, [], "quantity", "atomic_mass") for m in masses]), pools)
+    values, _, applied = _claims(truths, list(range(len(masses))) * 300, NUMBER)
+    assert set(applied) == {NUMBER} and all("." in v for v in values), [v for v in values if "." not in v][:5]
+
+
+def test_an_open_facts_wrong_claims_answer_the_same_kind_of_question(pools):
+    """nq_open's questions share one relation: "Who wrote Hamlet?" takes another who-question's name, never a date or
+    a phrase; a kind with too few answers (two where-questions) draws on every open answer of its source."""
+    who = [f"Person {c}" for c in "ABCDEFG"]
+    when = [f"{m} {d}, 19{d}" for d, m in enumerate(["March", "April", "May", "June", "July", "August"], start=10)]
+    rows = [(f"Who wrote book {i}?", a) for i, a in enumerate(who)]
+    rows += [(f"When did event {i} happen?", a) for i, a in enumerate(when)]
+    rows += [(f"What is thing {i} made of?", a) for i, a in enumerate(["wood", "iron", "clay", "glass", "stone"])]
+    rows += [("Where is place 1?", "Paris"), ("Where is place 2?", "Lima")]
+    facts = pl.DataFrame(
+        {
+            "question": [q for q, _ in rows],
+            "answer": [a for _, a in rows],
+            "answer_aliases": [[] for _ in rows],
+            "answer_type": ["text"] * len(rows),
+            "relation": [OPEN] * len(rows),
+            "source": ["nq_open"] * len(rows),
+        },
+        schema_overrides={"answer_aliases": pl.List(pl.String)},
+    )
+    truths = corruption.truths(facts, pools)
+    for row, kind in ((0, who), (len(who), when), (len(who) + len(when), ["wood", "iron", "clay", "glass", "stone"])):
+        values, _, _ = _claims(truths, [row] * 200, ENTITY)
+        assert set(values) <= set(kind) - {facts["answer"][row]}, (row, set(values) - set(kind))
+    values, _, _ = _claims(truths, [len(rows) - 1] * 400, ENTITY)
+    assert set(values) & set(who) and set(values) & set(when) and set(values) <= set(facts["answer"]) - {"Lima"}
 
 
 def test_a_group_holds_one_sources_answers(pools):

@@ -223,7 +223,9 @@ def _rendered(
             decoy=pl.Series([decoy] * n),
             family=family,
             domain=domain,
-            since=documents.cited_since(pl.Series([relation] * n), pl.Series([fact_id] * n)),
+            since=documents.cited_since(
+                pl.DataFrame({"relation": relation, "fact_id": fact_id, "question": "Q?", "answer": claim})
+            ).repeat(n),
             u=np.random.default_rng(5).random((n, len(documents.U))),
         )
     )
@@ -508,11 +510,29 @@ def test_few_documents_share_a_sentence_with_another_of_their_episode(docs):
     assert shared / docs.height < 0.05
 
 
-def test_a_report_year_leaves_room_past_the_years_its_episode_names():
-    """A document naming 2025 and 2023 reports after 2025; 2026, another document's claim, is excluded, so it cites
-    2027 rather than a year its episode names."""
-    claims = pl.Series(["2025", "2026", *["2025"] * 6])
-    decoys = pl.Series(["2023", "2024", *["2022"] * 6])
+def test_a_report_year_never_passes_the_last_cited_year():
+    """A document naming 2024 and 2023 reports after 2024, and 2025 is another document's claim: it cites 2026. A
+    report from after LAST_CITED_YEAR is impossible (and only corrupt documents, whose years lie nearest to it, cited
+    one): where every year left is named by the episode, the document names one of them rather than the future."""
     u = np.linspace(0, 0.99, 8)
-    cited = documents._years(u, np.full(8, 1990), pl.Series(["2025"] * 8), claims, decoys)
-    assert cited[0] == 2027 and not set(cited) & {2022, 2023, 2024, 2025, 2026}
+    claims = pl.Series(["2024", "2025", *["2024"] * 6])
+    decoys = pl.Series(["2023", "2022", *["2021"] * 6])
+    cited = documents._years(u, np.full(8, 1990), pl.Series(["2024"] * 8), claims, decoys)
+    assert set(cited) == {documents.LAST_CITED_YEAR} == {2026}
+    full = documents._years(u, np.full(8, 1990), pl.Series(["2025"] * 8), pl.Series(["2026"] * 8), decoys)
+    assert full.max() <= documents.LAST_CITED_YEAR
+
+
+def test_an_open_fact_is_cited_from_the_latest_year_it_names():
+    """ "Who's hosting the Super Bowl in 2019?": a 2009 yearbook cannot tell; nor can a 2015 one say that something
+    happened on "August 21, 2017". A year past LAST_CITED_YEAR bounds at it; other relations keep their own bound."""
+    facts = pl.DataFrame(
+        {
+            "relation": [documents.OPEN, documents.OPEN, documents.OPEN, documents.OPEN, "founded_year"],
+            "fact_id": ["a", "b", "c", "d", "e"],
+            "question": ["Who hosts the Super Bowl in 2019?", "When was the eclipse?", "Who won?", "2030 host?", "Q"],
+            "answer": ["Atlanta", "August 21, 2017", "Ann (1994-2001)", "Riyadh", "In 2019"],
+        }
+    )
+    since = documents.cited_since(facts)
+    assert since.tolist() == [2019, 2017, 2001, documents.LAST_CITED_YEAR, documents.FIRST_CITED_YEAR]

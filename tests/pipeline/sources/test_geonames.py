@@ -201,26 +201,40 @@ def test_curated_countries_exist_in_the_data():
         assert continent != geonames.CONTINENTS[listed[iso]["continentcode"]]
 
 
-def test_a_changed_currency_is_cited_only_from_its_change_on(facts):
-    """The data's lev is the euro since 2026: documents.CITED_SINCE_FACTS bounds the years its documents cite."""
+def test_a_changed_fact_is_cited_only_from_its_change_on(facts):
+    """The data's lev is the euro since 2026, the Caribbean guilder came in 2025, Gqeberha took its name in 2021:
+    documents.CITED_SINCE_FACTS bounds the years their documents cite, later than their relations' own bound."""
     changed = {f"geonames:currency:{iso}" for iso in geonames.CHANGED_CURRENCIES}
-    assert changed <= set(facts["fact_id"])
-    assert changed == set(documents.CITED_SINCE_FACTS)
-    assert min(documents.CITED_SINCE_FACTS.values()) > documents.CITED_SINCE["currency"]
+    assert changed | {"geonames:currency:CW", "geonames:currency:SX"} <= set(documents.CITED_SINCE_FACTS)
+    assert set(documents.CITED_SINCE_FACTS) <= set(facts["fact_id"])
+    bounded = facts.filter(pl.col("fact_id").is_in(list(documents.CITED_SINCE_FACTS)))
+    assert {"Gqeberha", "Kariega", "Astana", "Dharashiv", "Ahilyanagar"} <= set(bounded["subject"])
+    since = documents.cited_since(bounded)
+    assert (since > bounded["relation"].replace_strict(documents.CITED_SINCE).to_numpy()).all()
+    assert (since == bounded["fact_id"].replace_strict(documents.CITED_SINCE_FACTS).to_numpy()).all()
 
 
 def test_a_city_is_asked_its_country_only_where_one_country_is_true(facts):
-    """Tuen Mun is in Hong Kong and in China; the status of Jerusalem, Crimea and the oblasts Russia claims to have
-    annexed is disputed: none is asked its country, but their populations are still asked."""
+    """Tuen Mun is in Hong Kong and in China; the status of Jerusalem, Crimea, the oblasts Russia claims to have
+    annexed and Kashmir is disputed: none is asked its country, but their populations are still asked."""
     cities = facts.filter(pl.col("relation") == "city_country")
     assert not set(cities["answer"]) & {"Hong Kong", "Macao", "Taiwan", "Puerto Rico", "Kosovo", "Curacao"}
     assert not set(cities["answer"]) & {"Palestinian Territory", "Western Sahara"}
     crimea = {"Sevastopol", "Simferopol", "Kerch", "Yevpatoriya", "Horlivka", "Luhansk", "Mariupol", "Zaporizhzhya"}
-    assert not {"Jerusalem", "West Jerusalem", *crimea} & set(cities["subject"])
+    kashmir = {"Jammu", "Anantnag", "Gilgit", "Skardu", "New Mirpur City"}
+    assert not {"Jerusalem", "West Jerusalem", *crimea, *kashmir} & set(cities["subject"])
     populations = set(facts.filter(pl.col("relation") == "city_population")["subject"])
-    assert {"Tuen Mun", "Jerusalem", *crimea} <= populations
+    assert {"Tuen Mun", "Jerusalem", *crimea, *kashmir} <= populations
     assert {"Kharkiv", "Lviv"} <= set(cities.filter(pl.col("answer") == "Ukraine")["subject"])
     assert {"China", "Israel", "United States"} <= set(cities["answer"])
+
+
+def test_regions_listed_as_places_are_no_cities(facts):
+    """GeoNames lists "Longling County", "Bandundu Province" and "Luohu District" among its cities: "In which country
+    is the city of Bandundu Province?" reads wrong."""
+    cities = facts.filter(pl.col("relation").is_in(["city_country", "city_population"]))
+    assert not cities.filter(pl.col("subject").str.contains(r" (County|Province|District)$")).height
+    assert "Shenzhen" in set(cities["subject"])  # Luohu District is a part of it
 
 
 def test_country_names_read_as_sentences_write_them(facts):
