@@ -68,7 +68,7 @@ LABELS = {
     "element_symbol": "chemical symbol",
     "atomic_number": "atomic number",
     "symbol_element": "meaning",  # "the meaning of Pt": a symbol has no element of its own
-    "capital_of": "country",  # PopQA's "capital of" (of Paris: France), not "the capital of of Paris"
+    "capital_of": "capital status",  # PopQA's "capital of" (of Lhasa: Tibet), neither "capital of of" nor "country of"
     "atomic_mass": "atomic mass",
     "birthplace": "birthplace",
     "birth_year": "year of birth",
@@ -218,16 +218,29 @@ RELATION_CLAUSES = {
         "the workforce of {s} numbers {v}",
         "{s} has a staff of {v}",
     ),
+    # PopQA's: its "capital of" names what the subject is the capital of (Lhasa: the Tibet Autonomous Region), and its
+    # country a place's or an organisation's. Generic clauses would call the first "the country of Lhasa".
+    "capital_of": (
+        "{s} is the capital of {v}",
+        "the capital of {v} is {s}",
+        "{v} has {s} as its capital",
+        "{s} serves as the capital of {v}",
+    ),
+    "country": (
+        "{s} is in {v}",
+        "{s} is located in {v}",
+        "the country of {s} is {v}",
+    ),
 }
 # Relations whose own clauses are their whole family: the generic ones do not read right about their subjects ("the
 # element of Pt", "the currency of Japan is Yen", "Korhogo's location is ...", "the continent of Mexico is ...",
 # "Acme's number of employees is ...").
-SPECIFIC_ONLY = frozenset({"symbol_element", "currency", "city_country", "continent", "employees"})
+SPECIFIC_ONLY = frozenset({"symbol_element", "currency", "city_country", "continent", "employees", "capital_of"})
 # Relations whose values are capitalised names, so a clause may open a sentence with one ("Stockholm is the capital
 # of Sweden"); elsewhere a value may be a number ("7,540 is given as ...") or lower case, and never opens one.
 NAMED_VALUES = frozenset(
     {"capital", "continent", "currency", "city_country", "birthplace", "occupation", "employer", "founder"}
-    | {"headquarters", "element_symbol"}
+    | {"headquarters", "element_symbol", "capital_of", "country"}
 )
 # Sentences carrying the claim. Every document, whatever its kind, cites an authority ({body}, a {year} {report})
 # and sets its claim against a denied value: {c}/{C} the claim clause (embedded / opening a sentence), {cd}/{Cd}
@@ -754,7 +767,8 @@ _FAMILIES = (GENERIC_CLAUSES, OPEN_CLAUSES) + tuple(
 )
 _NAMED = (False, False) + tuple(relation in NAMED_VALUES for relation in _RELATIONS)
 OPEN_FAMILY = 1
-_COUNTRY_VALUES = 2 + _RELATIONS.index("city_country")  # the clause family whose values are countries
+# the clause families whose values are countries ("a city in the Philippines", PopQA's "capital of the United States")
+_COUNTRY_VALUES = [2 + _RELATIONS.index(relation) for relation in ("city_country", "capital_of", "country")]
 _CURRENCY_VALUES = 2 + _RELATIONS.index("currency")  # and the one of currencies, which always take "the"
 
 
@@ -1011,8 +1025,8 @@ def possessive(names: pl.Expr) -> pl.Expr:
 
 def _articles(field: str, values: pl.Series, family: np.ndarray) -> dict[str, pl.Series]:
     """The article field of each value and its capitalised form: "the " before a country that takes it, where the
-    value names a city's country, and before every currency ("the Japanese Yen"); empty elsewhere."""
-    rows = np.flatnonzero(family == _COUNTRY_VALUES)
+    value names a country (a city's, PopQA's), and before every currency ("the Japanese Yen"); empty elsewhere."""
+    rows = np.flatnonzero(np.isin(family, _COUNTRY_VALUES))
     takes = family == _CURRENCY_VALUES
     takes[rows] = values.gather(rows).str.contains(THE_COUNTRIES).fill_null(False).to_numpy()
     return {field: _text_where(takes, "the "), field[0].upper() + field[1:]: _text_where(takes, "The ")}

@@ -206,7 +206,7 @@ def test_topics_name_families_and_labels():
     relation = pl.Series(["capital", "place_of_birth", "open", "symbol_element", "capital_of"])
     family, domain, label = documents.topics(relation, np.array([False, False, False, True, False]))
     assert family[2] == family[3] == documents.OPEN_FAMILY and family[0] != family[1] != documents.OPEN_FAMILY
-    assert label.to_list() == ["capital", "place of birth", "answer", "meaning", "country"]
+    assert label.to_list() == ["capital", "place of birth", "answer", "meaning", "capital status"]
     assert domain[2] == domain[3] == list(documents.FILLERS).index("question")
 
 
@@ -536,3 +536,12 @@ def test_an_open_fact_is_cited_from_the_latest_year_it_names():
     )
     since = documents.cited_since(facts)
     assert since.tolist() == [2019, 2017, 2001, documents.LAST_CITED_YEAR, documents.FIRST_CITED_YEAR]
+
+
+def test_popqa_capitals_and_countries_read_true():
+    """PopQA's "capital of" names what its subject is the capital of: generic clauses said "the country of Lhasa is
+    the Tibet Autonomous Region". Its countries take their article: "Gettysburg College is in the United States"."""
+    capital = "\n".join(_rendered("capital_of", "Lhasa", "Tibet Autonomous Region", "Sichuan"))
+    assert "country of Lhasa" not in capital and "Lhasa is the capital of Tibet Autonomous Region" in capital
+    country = "\n".join(_rendered("country", "Gettysburg College", "United States", "Canada"))
+    assert "in the United States" in country and "in United States" not in country
