@@ -49,6 +49,7 @@ from pipeline.schema import (
     DOCUMENT_TYPE,
     EPISODE_SCHEMA,
     FACT_SCHEMA,
+    FICTIONAL_SOURCES,
     MAX_BUDGET,
     NUM_DOCS,
     SPLITS,
@@ -59,7 +60,6 @@ from pipeline.schema import (
     SplitInfo,
     hub_sources,
 )
-from pipeline.sources import synthetic
 from pipeline.writer import (
     MANIFEST_NAME,
     OutputError,
@@ -114,7 +114,7 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
     their split's alone."""
     every = pl.from_arrow(facts)
     table = every.filter(pl.col("split") == split).sort("fact_id")
-    public = every.filter((pl.col("split") != split) & (pl.col("source") != synthetic.SOURCE)).sort("fact_id")
+    public = every.filter((pl.col("split") != split) & ~pl.col("source").is_in(FICTIONAL_SOURCES)).sort("fact_id")
     if table.is_empty():
         raise ValueError(f"the facts table has no fact in split {split!r}; episodes need at least one")
     norm = corruption.normalize_expr

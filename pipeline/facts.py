@@ -86,14 +86,16 @@ def build_facts(
 ) -> pa.Table:
     """The facts table (FACT_SCHEMA), deduplicated, rows sorted by fact_id.
 
-    `hub_paths` overrides the Hub dataset id of nq_open / popqa / faitheval (e.g. a local folder); each is read at the
-    commit its `facts.hub_revisions` entry names now, recorded in the table's metadata (HUB_SOURCES_KEY). With the key
+    `hub_paths` overrides `params.hub_paths`: the Hub dataset id of nq_open / popqa / faitheval, or a local folder;
+    each is read at the commit its `facts.hub_revisions` entry names now, recorded in the table's metadata
+    (HUB_SOURCES_KEY). With the key
     of a build with a hidden split, the synthetic facts come from a keyed seed and the table's metadata names the key
     (`hiddenkey.fingerprint`), which the episodes stage checks.
     """
     entity_seed = seed if hidden_key is None else hiddenkey.synthetic_seed(hidden_key, seed)
+    paths = params.hub_paths | (hub_paths or {})
     hubs = {
-        name: hub.locate(name, (hub_paths or {}).get(name), params.hub_revisions.get(name))
+        name: hub.locate(name, paths.get(name), params.hub_revisions.get(name))
         for name in params.sources
         if name in hub.LOADERS
     }

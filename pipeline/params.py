@@ -57,6 +57,11 @@ class FactsParams(_Section):
         description="Hub revision (commit, tag or branch) each Hub source is read at; unnamed: its default branch. "
         "The commit read is recorded in data/facts/summary.json: name it here to repeat the build",
     )
+    hub_paths: dict[Literal[HUB_SOURCES], str] = Field(  # type: ignore[valid-type]
+        default_factory=dict,
+        description="A local folder (a copy of the dataset's files) or another Hub dataset id each Hub source is read "
+        "from instead of its own; a folder takes no revision",
+    )
 
     @field_validator("sources")
     @classmethod
@@ -65,11 +70,12 @@ class FactsParams(_Section):
             raise ValueError(f"names {twice} more than once; each source is read once")
         return value
 
-    @field_validator("hub_revisions")
+    @field_validator("hub_revisions", "hub_paths")
     @classmethod
-    def _revisions(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
-        if empty := sorted(name for name, revision in value.items() if not revision.strip()):
-            raise ValueError(f"the revision of {empty} is empty; leave a source out to read its default branch")
+    def _per_hub_source(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if empty := sorted(name for name, given in value.items() if not given.strip()):
+            what = "revision" if info.field_name == "hub_revisions" else "path"
+            raise ValueError(f"the {what} of {empty} is empty; leave a source out to read its default")
         if "sources" in info.data and (unread := sorted(set(value) - set(info.data["sources"]))):
             raise ValueError(f"names {unread}, which facts.sources does not read")
         return value

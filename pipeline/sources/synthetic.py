@@ -16,9 +16,10 @@ import polars as pl
 from pipeline import randomness
 from pipeline.documents import possessive
 from pipeline.pools import Pools, build_pools
+from pipeline.schema import FICTIONAL_SOURCES
 from pipeline.sources.common import FACT_COLUMNS, plain_number_aliases, quantity, with_spaced_aliases
 
-SOURCE = "synthetic"
+SOURCE = FICTIONAL_SOURCES[0]
 SECTORS = (
     "Aerospace", "Analytics", "Biotech", "Brewing", "Capital", "Chemicals", "Construction", "Consulting",
     "Dynamics", "Energy", "Foods", "Freight", "Holdings", "Hospitality", "Industries", "Instruments",

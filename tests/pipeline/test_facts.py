@@ -144,6 +144,11 @@ def _params_file(tmp_path: Path, **facts) -> Path:
             {"sources": ["elements", "popqa"], "hub_revisions": {"popqa": " "}},
             "facts.hub_revisions: Value error, the revision of ['popqa'] is empty",
         ),
+        ({"hub_paths": {"popqa": "copies/PopQA"}}, "facts.hub_paths: Value error, names ['popqa'], which facts."),
+        (
+            {"sources": ["elements", "nq_open"], "hub_paths": {"nq_open": ""}},
+            "facts.hub_paths: Value error, the path of ['nq_open'] is empty",
+        ),
         ({"extra": 1}, "facts.extra"),
     ],
 )

@@ -10,14 +10,17 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from pipeline.episodes import build_episodes
 from pipeline.facts import LOADERS as facts_loaders
 from pipeline.facts import build_facts, write_facts
-from pipeline.params import FACT_SOURCES, HUB_SOURCES, EpisodesParams, FactsParams
+from pipeline.facts import main as facts_main
+from pipeline.params import FACT_SOURCES, HUB_SOURCES, EpisodesParams, FactsParams, read_params
 from pipeline.sources import hub
 from tests.hubstandin import HubStandin, hub_standin, publish
 
+ROOT = Path(__file__).resolve().parents[3]
 POPQA_COLUMNS = (
     "id subj prop obj subj_id prop_id obj_id s_aliases o_aliases s_uri o_uri "
     "s_wiki_title o_wiki_title s_pop o_pop question possible_answers"
@@ -212,6 +215,21 @@ def test_the_manifest_records_where_the_hub_sources_were_read(hub_paths, tmp_pat
     assert json.loads((tmp_path / "facts" / "summary.json").read_text())["hub_sources"] == local
     # The manifest is published: a local copy is named as one, without the builder's path.
     assert manifest.hub_sources == dict.fromkeys(local, {"path": None, "commit": None})
+
+
+def test_the_stage_reads_a_hub_source_from_the_folder_its_params_name(hub_paths, tmp_path, monkeypatch):
+    """facts.hub_paths points a Hub source at a local copy; the default id is never taken for a folder of the
+    working directory (a folder "nq_open" there is not read)."""
+    params = read_params(ROOT / "params.yaml")
+    params["facts"] |= {"sources": ["elements", "nq_open"], "hub_paths": {"nq_open": hub_paths["nq_open"]}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    facts_main(tmp_path / "params.yaml", tmp_path / "facts")
+    summary = json.loads((tmp_path / "facts" / "summary.json").read_text())
+    assert summary["hub_sources"] == {"nq_open": {"path": hub_paths["nq_open"], "commit": None}}
+    assert summary["by_source"]["nq_open"] == 4
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / hub.NQ_OPEN).mkdir(parents=True)
+    assert hub.locate("nq_open", None, "0" * 40) == hub.Location(hub.NQ_OPEN, "0" * 40)
 
 
 def test_unreadable_or_misshapen_sources_name_the_problem(tmp_path, hub_paths):
