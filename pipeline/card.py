@@ -58,7 +58,10 @@ KIND_NOTES = {
         "written like the true answers of its relation (separators, significant figures, decimals; the rounding can "
         "add half a percent)"
     ),
-    "entity": "another plausible value of the same type, often the answer to the same question about something else",
+    "entity": (
+        "another plausible value of the same type, often the answer to the same question about something else (for a "
+        "number, a true answer of the relation near the truth)"
+    ),
     "inversion": (
         "wording that denies the true answer while asserting a wrong one, drawn like true answers (for a number, a "
         "true answer of the relation near it); every other document denies a value drawn the same way from its own "
