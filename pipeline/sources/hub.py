@@ -35,7 +35,8 @@ POPQA_TYPES = {
     **dict.fromkeys(("place_of_birth", "country", "capital", "capital_of"), "place"),
 }
 POPQA_COLUMNS = {"id", "subj", "prop", "obj", "question", "possible_answers", "o_aliases"}
-_ARTICLE = re.compile(r"^(?:the|an?)\s+", re.IGNORECASE)  # "the United States" also answers as "United States"
+# "the United States" also answers as "United States"; not "a"/"an", which open names too ("An Giang", "A Yun Pa")
+_ARTICLE = re.compile(r"^the\s+", re.IGNORECASE)
 # FaithEval questions that only make sense next to their answer options ("Which of these is a mammal?").
 _NEEDS_OPTIONS = re.compile(
     r"\bthe (following|options|choices)\b|\b(listed|shown) below\b"

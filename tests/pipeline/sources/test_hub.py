@@ -78,6 +78,7 @@ def write_popqa(root: Path) -> str:
         _popqa_row(900002, "Mars Hill", "genre", long_genre, "What genre is Mars Hill?", []),
         _popqa_row(900003, "Tom Hanks", "country", "the United States", "What country is Tom Hanks from?", ["USA"]),
         _popqa_row(900004, "Halo", "performer", "Beyoncé", "Who performed Halo?", []),
+        _popqa_row(900007, "Long Xuyen", "capital of", "An Giang", "What is Long Xuyen the capital of?", []),
         _popqa_row(900005, "N/A", "genre", "jazz", "What genre is N/A?", []),  # read as a missing value: dropped
         _popqa_row(900006, "Kind of Blue", "genre", "NaN", "What genre is Kind of Blue?", []),  # so is this
     ]
@@ -159,7 +160,7 @@ def test_popqa_decodes_json_aliases_and_names_relations(hub_paths, well_formed):
     well_formed(
         hub.popqa(_local(hub_paths["popqa"]), limit=100),
         "popqa",
-        {"occupation", "place_of_birth", "father", "capital", "country", "performer"},
+        {"occupation", "place_of_birth", "father", "capital", "country", "performer", "capital_of"},
     )
     rankin = facts["popqa:4222362"]
     assert (rankin["subject"], rankin["relation"], rankin["answer"]) == ("George Rankin", "occupation", "politician")
@@ -175,6 +176,7 @@ def test_popqa_decodes_json_aliases_and_names_relations(hub_paths, well_formed):
     # another spelling a reader takes for the same answer: without the article, without the accents
     assert facts["popqa:900003"]["answer_aliases"] == ["USA", "United States"]
     assert facts["popqa:900004"]["answer_aliases"] == ["Beyonce"]
+    assert facts["popqa:900007"]["answer_aliases"] == []  # "An" opens the name: "Giang" is no answer
 
 
 def test_faitheval_takes_the_keyed_choice(hub_paths, well_formed):
