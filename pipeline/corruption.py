@@ -220,9 +220,10 @@ class Truths:
     value: np.ndarray  # the number scaled to an integer by 10**decimals
     decimals: np.ndarray
     separated: np.ndarray  # separators from SEPARATED_FROM up: not in years, nor where the answer has none there
-    figures: np.ndarray  # the most significant figures of an answer of the fact's relation (see _precision)
+    figures: np.ndarray  # the most significant figures of an answer of the fact's group (see _precision)
+    decimal_only: np.ndarray  # no answer of the fact's group is whole: its near misses keep a decimal
     year: np.ndarray
-    low: np.ndarray  # the smallest and largest number among the answers of the fact's relation (a big one; else
+    low: np.ndarray  # the smallest and largest number among the answers of the fact's group (a big one; else
     high: np.ndarray  # -inf, inf): near misses stay inside, so no value is out of the range true answers span
     group: np.ndarray  # substitution group: the relation's answers, or the type's pool
     entity_ok: np.ndarray
@@ -263,8 +264,9 @@ def _numbers(parsed: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None) -> Truths:
     """`facts` has question, answer, answer_aliases, answer_type, relation, source (one split, in its final row order).
 
-    `public`: facts of the other splits whose answers are no secret (real-world ones), with the same columns. Their
-    answers join the substitution groups, rankings, ranges and precisions of their relations: a relation with three
+    `public`: facts of the other splits whose answers are no secret (all but FICTIONAL_SOURCES': real-world ones and
+    published benchmarks' counterfactuals), with the same columns. Their answers join the substitution groups,
+    rankings, ranges and precisions of their groups: a relation with three
     facts in a held-out split would otherwise draw its wrong claims from the type's Faker pool (a job title as the
     colour of lapis lazuli), and a small split's rankings would set neighbours far apart (an atomic number of 1 for
     caesium), so that held-out documents would follow another law than train's."""
@@ -276,9 +278,11 @@ def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None
     cand, group, big = _groups(both, pools)
     every_numeric, every_value, every_decimals = _numbers(_parsed(both["answer"]))
     every_number = np.where(every_numeric, every_value / 10.0**every_decimals, np.nan)
-    low, high = (bound[:n] for bound in _ranges(both["relation"], every_number, big))
-    figures = _precision(both["relation"], np.where(every_numeric, _figures(every_value), 0), big)[:n]
-    group, big = group[:n], big[:n]
+    low, high = (bound[:n] for bound in _ranges(group, every_number, big))
+    figures = _precision(group, np.where(every_numeric, _figures(every_value), 0), big)[:n]
+    whole = every_numeric & (every_value % 10**every_decimals == 0)
+    wholes = pl.DataFrame({"group": group, "whole": whole}).select(pl.col("whole").any().over("group"))
+    group, big, decimal_only = group[:n], big[:n], ~wholes.to_series().to_numpy()[:n]
     year = (facts["answer_type"] == "year").to_numpy()
     whole = value // 10**decimals
     plain = (whole >= SEPARATED_FROM) & ~facts["answer"].str.contains(",", literal=True).to_numpy()
@@ -294,6 +298,7 @@ def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None
         decimals=decimals,
         separated=~(year | plain),
         figures=figures,
+        decimal_only=decimal_only & numeric & (decimals > 0),
         year=year,
         low=low,
         high=high,
@@ -306,21 +311,22 @@ def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None
     )
 
 
-def _ranges(relation: pl.Series, number: np.ndarray, big: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per fact: the range of the numbers its relation's answers take (unbounded outside big relations)."""
-    spans = pl.DataFrame({"relation": relation, "number": number}, nan_to_null=True).select(
-        pl.col("number").min().over("relation").alias("low"), pl.col("number").max().over("relation").alias("high")
+def _ranges(group: np.ndarray, number: np.ndarray, big: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per fact: the range of the numbers its substitution group's answers take (unbounded outside big groups). A
+    group, not a relation: open facts share a relation, and the years of when-questions are no head counts."""
+    spans = pl.DataFrame({"group": group, "number": number}, nan_to_null=True).select(
+        pl.col("number").min().over("group").alias("low"), pl.col("number").max().over("group").alias("high")
     )
     bounded = big & ~np.isnan(number)
     low = np.where(bounded, spans["low"].fill_null(np.nan).to_numpy(), -np.inf)
     return low, np.where(bounded, spans["high"].fill_null(np.nan).to_numpy(), np.inf)
 
 
-def _precision(relation: pl.Series, figures: np.ndarray, big: np.ndarray) -> np.ndarray:
-    """Per fact: the most significant figures of its relation's answers (ANY_PRECISION outside big relations).
+def _precision(group: np.ndarray, figures: np.ndarray, big: np.ndarray) -> np.ndarray:
+    """Per fact: the most significant figures of its substitution group's answers (ANY_PRECISION outside big groups).
 
     Synthetic head counts have 3; a near miss of 9,870 that reached 13,290 would have 4 and give itself away."""
-    most = pl.DataFrame({"relation": relation, "figures": figures}).select(pl.col("figures").max().over("relation"))
+    most = pl.DataFrame({"group": group, "figures": figures}).select(pl.col("figures").max().over("group"))
     return np.where(big, most.to_series().to_numpy(), ANY_PRECISION)
 
 
@@ -458,7 +464,8 @@ def claims(
     p = rows[at]
     moved = _near_miss(t, p, value[at], decimals[at], u[at], round_)
     numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
-    reach, widen = 2 ** max(round_ - NEIGHBOUR_ROUNDS, 0), np.where(levels[by] == ENTITY, ENTITY_REACH, 1)
+    reach = 2 ** min(max(round_ - NEIGHBOUR_ROUNDS, 0), 30)  # far enough for any group, short of int64's end
+    widen = np.where(levels[by] == ENTITY, ENTITY_REACH, 1)
     neighbour = t.neighbours.pick(t.group[rows[by]], value[by] / 10.0 ** decimals[by], u[by], reach, widen)
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
@@ -482,11 +489,11 @@ def _near_miss(
     one); each redraw round reaches further. The result is rounded to its relation's significant figures. `value`
     (scaled to an integer by 10**`decimals`) is the number moved, of a fact in `rows`.
 
-    A move that leaves the range of the relation's answers (or goes below 0) goes the other way instead, and where
+    A move that leaves the range of the group's answers (or goes below 0) goes the other way instead, and where
     both ways leave it (a redraw's long move), lands anywhere in it by u[:, 0]: a birth year after the last one any
     true answer has would mark its document as corrupt. Rounding keeps the result inside: the range's ends are
-    answers, with no more significant figures than the rounding keeps. A number with decimals keeps one: no atomic
-    mass is whole, so "109" for 127.6 would be a tell."""
+    answers, with no more significant figures than the rounding keeps. Where no answer of the group is whole, a near
+    miss keeps a decimal: no atomic mass is, so "109" for 127.6 would be a tell."""
     year = t.year[rows]
     zeros = np.minimum(_trailing_zeros(value), np.maximum(_digits(value) - 2, 0))  # keep 2 significant digits
     unit = np.where(year, 1, 10**zeros)
@@ -502,12 +509,15 @@ def _near_miss(
         return (moved >= 0) & (moved / scale >= low) & (moved / scale <= high)
 
     moved, back = value + sign * step, value - sign * step
-    bounded = np.isfinite(low) & np.isfinite(high)  # without a range, one way is inside: the one at least 0
-    first, last = np.where(bounded, low, 0), np.where(bounded, high, 0)
+    # "Anywhere" needs a range with room, and only for the first rounds: a range every value of which is taken or too
+    # close ("50 Cent", the one number among a relation's names) would never yield one; later rounds may leave it.
+    room = np.isfinite(low) & np.isfinite(high) & (high > low) & (round_ < 2 * SPREAD_ROUNDS)
+    first, last = np.where(room, low, 0), np.where(room, high, 0)
     anywhere = np.round((first + u[:, 0] * (last - first)) * scale).astype(np.int64)
-    moved = np.where(inside(moved), moved, np.where(inside(back), back, anywhere))
-    moved = _rounded(moved, t.figures[rows])
-    return moved + ((decimals > 0) & (moved % 10**decimals == 0))
+    fallback = np.where(room, anywhere, np.where(back >= 0, back, moved))
+    moved = _rounded(np.where(inside(moved), moved, np.where(inside(back), back, fallback)), t.figures[rows])
+    bump = t.decimal_only[rows] & (moved % 10**decimals == 0)
+    return np.where(bump, np.where(inside(moved + 1), moved + 1, moved - 1), moved)
 
 
 def _rounded(value: np.ndarray, figures: np.ndarray) -> np.ndarray:

@@ -657,6 +657,7 @@ SLOTS = (
 )
 _OPENING_FIELD = re.compile(r"^\{(s|sp|av)\}")  # a field whose capitalised form opens a sentence
 _VALUE_FIELD = re.compile(r"\{(v|d)\}")
+_YEAR_IN_TEXT = r"\b(?:1[0-9]{3}|20[0-9]{2})\b"
 _LITERALS: dict[str, int] = {"": 0}
 
 
@@ -830,12 +831,12 @@ def cited_since(facts: pl.DataFrame) -> np.ndarray:
     """Per fact (relation, fact_id, question, answer): the first year its documents may cite (CITED_SINCE_FACTS,
     else CITED_SINCE, else FIRST_CITED_YEAR). By relation, not clause family: a city named like its country is still
     real-world data of its time. A fact known only by its question (OPEN) is cited from the latest year its question
-    or answer names, up to LAST_CITED_YEAR: a 2009 yearbook cannot say who hosts the 2019 Super Bowl."""
+    names, up to LAST_CITED_YEAR: a 2009 yearbook cannot say who hosts the 2019 Super Bowl. Not its answer's: every
+    document would then cite a report from after the true year, and a later year claimed would be the wrong one
+    (`_years` bounds each document by its own years)."""
     by_relation = facts["relation"].replace_strict(CITED_SINCE, default=FIRST_CITED_YEAR, return_dtype=pl.Int64)
     since = facts["fact_id"].replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64)
-    words = pl.concat_str("question", "answer", separator=" ")
-    years = words.str.extract_all(r"\b(?:1[0-9]{3}|20[0-9]{2})\b").list.eval(pl.element().cast(pl.Int64)).list.max()
-    named = np.minimum(facts.select(years.fill_null(0)).to_series().to_numpy(), LAST_CITED_YEAR)
+    named = np.minimum(_text_year(facts["question"]), LAST_CITED_YEAR)
     return np.where((facts["relation"] == OPEN).to_numpy(), np.maximum(since.to_numpy(), named), since.to_numpy())
 
 
@@ -868,7 +869,7 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     """Titles and contents of every document of the batch."""
     u = batch.u
     source = _sources(u[:, U.SOURCE])
-    year = _years(u[:, U.YEAR], batch.since, batch.answer, batch.claim, batch.decoy)
+    year = _years(u[:, U.YEAR], batch.since, batch.answer, batch.claim, batch.decoy, batch.family == OPEN_FAMILY)
     slots = {
         **{name: batch.about[name] for name in ABOUT},
         "v": batch.claim,
@@ -1060,29 +1061,46 @@ def _as_year(numbers: np.ndarray) -> np.ndarray:
     return np.where((numbers >= 1000) & (numbers <= 2100), numbers, 0)
 
 
-def _years(u: np.ndarray, since: np.ndarray, answer: pl.Series, claim: pl.Series, decoy: pl.Series) -> np.ndarray:
+def _years(
+    u: np.ndarray, since: np.ndarray, answer: pl.Series, claim: pl.Series, decoy: pl.Series, wordy: np.ndarray
+) -> np.ndarray:
     """A citation year per document that equals no value its episode names (the answer, every claim and every denied
-    value, thousands separators aside: "2,020" is 2020 to a reader): uniform over CITED_YEARS from FIRST_CITED_YEAR,
-    or from a later year `since` to LAST_CITED_YEAR.
+    value, thousands separators aside: "2,020" is 2020 to a reader) while one is left: uniform over CITED_YEARS from
+    FIRST_CITED_YEAR, or from a later year `since` to LAST_CITED_YEAR.
 
-    Where the answer is a year, the cited report comes after both years the document names (a 2006 report cannot
-    state a 2007 founding): uniform over the other years from the later of them to LAST_CITED_YEAR, never past it (a
-    2029 report in 2026 is impossible, and only corrupt documents, whose years come nearest to it, cited one). The
-    exclusions are the episode's, the
-    same for all its documents: were they a document's own, a claimed year cited by another document would mark that
-    claim as wrong (the truth is never cited). The bound is the document's own: an inversion's two years and a clean
-    document's are drawn with one law (`corruption.Neighbours`), so a bound from them is too, while a bound from every
-    year of the episode would say where the document's years stand among the others' (the truth's neighbours cluster
-    around it; a founding year's entity claims scored AUC 0.59 on the claim, the denied year and the report year).
+    Where the answer is a year, or (`wordy`: a fact known by its question) the document's claim or denied value
+    names one ("August 21, 2017"), the cited report comes after both years the document names (a 2006 report cannot
+    state a 2007 founding): uniform over the other years from the later of them (and `since`) to LAST_CITED_YEAR,
+    never past it (a 2029 report in 2026 is impossible, and only corrupt documents, whose years come nearest to it,
+    cited one; where every year up to it is named, the document names one of them). The exclusions are the
+    episode's, the same for all its documents: were they a document's own, a claimed year cited by another document
+    would mark that claim as wrong (the truth is never cited). The bound is the document's own: an inversion's two
+    years and a clean document's are drawn with one law (`corruption.Neighbours`), so a bound from them is too, while
+    a bound from every year of the episode would say where the document's years stand among the others' (the
+    truth's neighbours cluster around it; a founding year's entity claims scored AUC 0.59 on the claim, the denied
+    year and the report year), as would a bound from the answer's year (every later claim would then be the one
+    whose report came too early).
     """
     answered, *values = [_four_digits(v.str.replace_all(",", "", literal=True)) for v in (answer, claim, decoy)]
     named = np.repeat(np.concatenate([v.reshape(-1, NUM_DOCS) for v in values], axis=1), NUM_DOCS, axis=0)
     excluded = np.concatenate([answered[:, None], named], axis=1)
     truth = _year_values(answer)
-    first = np.maximum(FIRST_CITED_YEAR, np.maximum(_as_year(values[0]), _as_year(values[1])) + 1)
-    low = np.where(truth > 0, np.minimum(first, LAST_CITED_YEAR), since)
-    high = np.where((truth > 0) | (since > FIRST_CITED_YEAR), LAST_CITED_YEAR, FIRST_CITED_YEAR + CITED_YEARS - 1)
+    own = np.where(truth > 0, np.maximum(_as_year(values[0]), _as_year(values[1])), 0)
+    rows = np.flatnonzero(wordy & (truth == 0))  # few: the years inside a text claim take a regular expression
+    if len(rows):
+        own[rows] = np.maximum(_text_year(claim.gather(rows)), _text_year(decoy.gather(rows)))
+    dated = own > 0
+    low = np.where(dated, np.minimum(np.maximum(since, own + 1), LAST_CITED_YEAR), since)
+    high = np.where(
+        dated | (truth > 0) | (since > FIRST_CITED_YEAR), LAST_CITED_YEAR, FIRST_CITED_YEAR + CITED_YEARS - 1
+    )
     return _uniform_except(u, low, high, excluded)
+
+
+def _text_year(values: pl.Series) -> np.ndarray:
+    """The latest year (1000–2099) each text names, 0 where none."""
+    years = values.str.extract_all(_YEAR_IN_TEXT).list.eval(pl.element().cast(pl.Int64)).list.max()
+    return years.fill_null(0).to_numpy()
 
 
 def _uniform_except(u: np.ndarray, low: np.ndarray, high: np.ndarray, excluded: np.ndarray) -> np.ndarray:

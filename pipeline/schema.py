@@ -20,7 +20,8 @@ REWARD_VERSION = "v1"
 
 NUM_DOCS = 8
 OPEN = "open"  # the relation of facts known only by their question (nq_open, FaithEval)
-# Sources whose answers are invented: a split's wrong claims about them come from its own facts alone.
+# Sources whose answers are invented here (a hidden split's from its key): a split's wrong claims about them come
+# from its own facts alone; every other source's answers are public, shared by all splits' wrong claims.
 FICTIONAL_SOURCES = ("synthetic",)
 MAX_BUDGET = 12
 SPLITS = ("train", "validation", "test")

@@ -184,6 +184,23 @@ def test_an_open_facts_wrong_claims_answer_the_same_kind_of_question(pools):
     assert set(values) & set(who) and set(values) & set(when) and set(values) <= set(facts["answer"]) - {"Lima"}
 
 
+def test_a_number_alone_among_names_still_gets_a_near_miss(pools):
+    """ "50 Cent" is its group's one number: its range holds no other value, so a near miss leaves it (as before
+    ranges), rather than redrawing the truth until the rounds run out; a whole number next to decimal answers stays
+    inside the range when it keeps a decimal."""
+    names = ["50 Cent", "Jay-Z", "Dr. Dre", "Timbaland", "Pharrell", "Kanye West"]
+    truths = corruption.truths(_facts([(n, [], "person", "producer") for n in names]), pools)
+    values, _, applied = _claims(truths, [0] * 50, NUMBER)
+    assert set(applied) == {NUMBER} and all(v.endswith(" Cent") and v != "50 Cent" for v in values)
+    masses = ["1.5", "2.5", "3.5", "17.5", "18.5", "17.9", "19.9"]
+    truths = corruption.truths(_facts([(m, [], "quantity", "mass") for m in masses]), pools)
+    rows = np.full(3000, 6)
+    u = np.random.default_rng(2).random((len(rows), corruption.U_COLUMNS))
+    for round_ in (0, 5):
+        moved = corruption._near_miss(truths, rows, truths.value[rows], truths.decimals[rows], u, round_)
+        assert moved.max() <= 199 and moved.min() >= 15 and (moved % 10 != 0).all(), round_
+
+
 def test_a_group_holds_one_sources_answers(pools):
     """PopQA's lower-case occupations ("officer") are no wrong values for the synthetic ones, nor the reverse."""
     jobs = {"synthetic": [f"Job title {i}" for i in range(12)], "popqa": [f"job {i}" for i in range(12)]}

@@ -517,31 +517,47 @@ def test_a_report_year_never_passes_the_last_cited_year():
     u = np.linspace(0, 0.99, 8)
     claims = pl.Series(["2024", "2025", *["2024"] * 6])
     decoys = pl.Series(["2023", "2022", *["2021"] * 6])
-    cited = documents._years(u, np.full(8, 1990), pl.Series(["2024"] * 8), claims, decoys)
+    wordy = np.zeros(8, dtype=bool)
+    cited = documents._years(u, np.full(8, 1990), pl.Series(["2024"] * 8), claims, decoys, wordy)
     assert set(cited) == {documents.LAST_CITED_YEAR} == {2026}
-    full = documents._years(u, np.full(8, 1990), pl.Series(["2025"] * 8), pl.Series(["2026"] * 8), decoys)
+    full = documents._years(u, np.full(8, 1990), pl.Series(["2025"] * 8), pl.Series(["2026"] * 8), decoys, wordy)
     assert full.max() <= documents.LAST_CITED_YEAR
 
 
-def test_an_open_fact_is_cited_from_the_latest_year_it_names():
-    """ "Who's hosting the Super Bowl in 2019?": a 2009 yearbook cannot tell; nor can a 2015 one say that something
-    happened on "August 21, 2017". A year past LAST_CITED_YEAR bounds at it; other relations keep their own bound."""
+def test_an_open_fact_is_cited_from_the_latest_year_its_question_names():
+    """ "Who hosts the Super Bowl in 2019?": a 2009 yearbook cannot tell. A year past LAST_CITED_YEAR bounds at it;
+    the answer's years do not bound the fact (every report would come after the true year, and a later year claimed
+    would be the wrong one): each document is bounded by its own years (`_years`). Other relations keep theirs."""
     facts = pl.DataFrame(
         {
-            "relation": [documents.OPEN, documents.OPEN, documents.OPEN, documents.OPEN, "founded_year"],
+            "relation": [documents.OPEN] * 4 + ["founded_year"],
             "fact_id": ["a", "b", "c", "d", "e"],
-            "question": ["Who hosts the Super Bowl in 2019?", "When was the eclipse?", "Who won?", "2030 host?", "Q"],
-            "answer": ["Atlanta", "August 21, 2017", "Ann (1994-2001)", "Riyadh", "In 2019"],
+            "question": [
+                "Who hosts the Super Bowl in 2019?",
+                "When was the eclipse?",
+                "Who won in 1994?",
+                "2030?",
+                "2019?",
+            ],
+            "answer": ["Atlanta", "August 21, 2017", "Ann", "Riyadh", "2019"],
         }
     )
     since = documents.cited_since(facts)
-    assert since.tolist() == [2019, 2017, 2001, documents.LAST_CITED_YEAR, documents.FIRST_CITED_YEAR]
+    first, last = documents.FIRST_CITED_YEAR, documents.LAST_CITED_YEAR
+    assert since.tolist() == [2019, first, 1994, last, first]
 
 
-def test_popqa_capitals_and_countries_read_true():
-    """PopQA's "capital of" names what its subject is the capital of: generic clauses said "the country of Lhasa is
-    the Tibet Autonomous Region". Its countries take their article: "Gettysburg College is in the United States"."""
-    capital = "\n".join(_rendered("capital_of", "Lhasa", "Tibet Autonomous Region", "Sichuan"))
-    assert "country of Lhasa" not in capital and "Lhasa is the capital of Tibet Autonomous Region" in capital
-    country = "\n".join(_rendered("country", "Gettysburg College", "United States", "Canada"))
-    assert "in the United States" in country and "in United States" not in country
+def test_a_document_naming_a_date_cites_a_later_report():
+    """A clean document stating "August 21, 2017" cites a report after 2017, a corrupt one claiming "April 15, 1912"
+    one after 1912: each by its own years, with one law whichever is true."""
+    n = 4000
+    claims = pl.Series(["August 21, 2017", "April 15, 1912"] * (n // 2))
+    decoys = pl.Series(["June 3, 2001", "May 1, 1905"] * (n // 2))
+    u = np.random.default_rng(1).random(n)
+    cited = documents._years(
+        u, np.full(n, 1990), pl.Series(["August 21, 2017"] * n), claims, decoys, np.ones(n, dtype=bool)
+    )
+    assert cited[0::2].min() == 2018 and cited[0::2].max() == documents.LAST_CITED_YEAR
+    assert cited[1::2].min() == 1990  # after 1912, from `since`
+    plain = documents._years(u, np.full(n, 1990), pl.Series(["x"] * n), claims, decoys, np.zeros(n, dtype=bool))
+    assert plain.max() == documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1  # not read where no fact needs it

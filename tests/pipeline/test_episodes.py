@@ -3,6 +3,7 @@ import logging
 import re
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -10,10 +11,10 @@ import pytest
 import yaml
 
 from pipeline import corruption, episodes
-from pipeline.episodes import FactsError, build_episodes, generate_episodes, main, prepare
+from pipeline.episodes import FactsError, build_episodes, generate_episodes, main, prepare, read_facts
 from pipeline.params import EpisodesParams
-from pipeline.pools import build_pools
-from pipeline.schema import CORRUPTION_LEVELS, EPISODE_SCHEMA, NUM_DOCS, SPLITS, TASKS
+from pipeline.pools import build_pools, stored_pools
+from pipeline.schema import CORRUPTION_LEVELS, EPISODE_SCHEMA, FICTIONAL_SOURCES, NUM_DOCS, SPLITS, TASKS
 from reward_api.scoring import normalize
 
 SEED = 1234
@@ -251,3 +252,20 @@ def test_rows_do_not_depend_on_the_shard_size(facts_dir, tmp_path):
 
     small = rows(TINY.model_copy(update={"shard_rows": 64}))
     assert small.num_rows == 420 and small.equals(rows(TINY))
+
+
+def test_fictional_answers_stay_in_their_split(facts_dir):
+    """A split's wrong claims draw on the other splits' real-world answers, never on their fictional ones: a hidden
+    test split's are made from its key, and train documents must not carry them."""
+    facts, _ = read_facts(facts_dir)
+    frame = pl.from_arrow(facts)
+    named = pl.col("answer_type").is_in(["person", "organization", "place", "text"])  # numbers coincide by chance
+    fictional = frame.filter(pl.col("source").is_in(FICTIONAL_SOURCES) & named)
+    train = set(fictional.filter(pl.col("split") == "train")["answer"])
+    others = set(fictional.filter(pl.col("split") != "train")["answer"]) - train
+    pools = stored_pools(facts.schema.metadata)
+    pooled = set(pools.person) | set(pools.organization) | set(pools.place) | set(pools.occupation)
+    values = set(prepare(facts, pools, "train").truths.substitutes.values)
+    assert others - pooled and not values & (others - pooled)
+    public = set(frame.filter(~pl.col("source").is_in(FICTIONAL_SOURCES) & (pl.col("split") != "train"))["answer"])
+    assert public & values - set(frame.filter(pl.col("split") == "train")["answer"])  # real-world ones are shared
