@@ -87,7 +87,11 @@ SOURCES = {
         "cc-by-4.0",
     ),
     "synthetic": ("fictional entities built from `Faker` pools (MIT)", "generated here", "cc-by-4.0"),
-    "nq_open": ("Natural Questions, open version (`nq_open`)", "CC BY-SA 3.0", "cc-by-sa-3.0"),
+    "nq_open": (
+        "Natural Questions, open version (`google-research-datasets/nq_open`)",
+        "CC BY-SA 3.0",
+        "cc-by-sa-3.0",
+    ),
     "popqa": ("PopQA (`akariasai/PopQA`)", "MIT", "cc-by-4.0"),
     "faitheval": (
         "FaithEval counterfactual (`Salesforce/FaithEval-counterfactual-v1.0`)",

@@ -414,7 +414,8 @@ def _open_kind() -> pl.Expr:
     """What an open fact (OPEN: nq_open, FaithEval) asks, by its question's first words, and its answer's shape (a
     date, a number, a name, a phrase). Open facts share one relation whatever they ask, and "April 15, 1912" as where
     the first Olympic games were held, or "yen" as who hosted a Super Bowl, gives a corrupt document away: wrong
-    claims come from answers of the same kind while the kind has MIN_GROUP of them, else from every open answer."""
+    claims come from answers of the same kind while the kind has MIN_GROUP of them, else from every open answer of
+    its source and answer type."""
     question, answer = pl.col("question").str.to_lowercase(), pl.col("answer")
     asks = (
         pl.when(question.str.contains(r"^(who|whom|whose)\b"))

@@ -47,7 +47,7 @@ CITED_SINCE = (
 # Facts that changed after their relation's data, cited from the change on: Bulgaria's euro (2026), which
 # pipeline.sources.geonames.CHANGED_CURRENCIES puts in place of GeoNames' lev (a 2024 bulletin cannot quote it), the
 # Caribbean guilder of Curaçao and Sint Maarten (March 2025), and cities by names they took after 2019 (by
-# geonameid: Gqeberha and Kariega 2021, Astana again in 2022, Dharashiv 2023, Ahilyanagar in October 2024).
+# geonameid: Gqeberha and Kariega 2021, Astana again in 2022, Dharashiv 2023, Ahilyanagar late in 2024: from 2025).
 _RENAMED_CITIES = {"964420": 2021, "946877": 2021, "1526273": 2022, "1261012": 2023, "1279228": 2025}
 CITED_SINCE_FACTS = {"geonames:currency:BG": 2026, "geonames:currency:CW": 2025, "geonames:currency:SX": 2025} | {
     f"geonames:{relation}:{city}": year
@@ -828,7 +828,7 @@ def topics(relation: pl.Series, names_answer: np.ndarray) -> tuple[np.ndarray, n
 
 
 def cited_since(facts: pl.DataFrame) -> np.ndarray:
-    """Per fact (relation, fact_id, question, answer): the first year its documents may cite (CITED_SINCE_FACTS,
+    """Per fact (relation, fact_id, question): the first year its documents may cite (CITED_SINCE_FACTS,
     else CITED_SINCE, else FIRST_CITED_YEAR). By relation, not clause family: a city named like its country is still
     real-world data of its time. A fact known only by its question (OPEN) is cited from the latest year its question
     names, up to LAST_CITED_YEAR: a 2009 yearbook cannot say who hosts the 2019 Super Bowl. Not its answer's: every

@@ -87,10 +87,9 @@ def build_facts(
     """The facts table (FACT_SCHEMA), deduplicated, rows sorted by fact_id.
 
     `hub_paths` overrides `params.hub_paths`: the Hub dataset id of nq_open / popqa / faitheval, or a local folder;
-    each is read at the commit its `facts.hub_revisions` entry names now, recorded in the table's metadata
-    (HUB_SOURCES_KEY). With the key
-    of a build with a hidden split, the synthetic facts come from a keyed seed and the table's metadata names the key
-    (`hiddenkey.fingerprint`), which the episodes stage checks.
+    each is read at the commit its `facts.hub_revisions` entry names now (a local folder as it is), recorded in the
+    table's metadata (HUB_SOURCES_KEY). With the key of a build with a hidden split, the synthetic facts come from a
+    keyed seed and the table's metadata names the key (`hiddenkey.fingerprint`), which the episodes stage checks.
     """
     entity_seed = seed if hidden_key is None else hiddenkey.synthetic_seed(hidden_key, seed)
     paths = params.hub_paths | (hub_paths or {})

@@ -147,7 +147,7 @@ def _add(
     kind: str | None = None,
 ):
     """First answer is canonical (numbers get thousands separators), the rest aliases, each also without a leading
-    article ("United States" answers "the United States"; `FactRows` adds each without its accents)."""
+    "the" ("United States" answers "the United States"; `FactRows` adds each without its accents)."""
     answer, number_aliases = canonical_number(answers[0])
     kind = kind or infer_answer_type(answer)
     spellings = [*number_aliases, *answers]

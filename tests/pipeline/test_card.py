@@ -175,5 +175,6 @@ def test_a_hub_source_is_cited_at_the_commit_its_facts_were_read(folder, tmp_pat
         line.split(" | ")[0]: line for line in (root / CARD_NAME).read_text().splitlines() if line.startswith("| ")
     }
     assert f"PopQA (`akariasai/PopQA`), read from `akariasai/PopQA` at commit `{commit}` |" in rows["| popqa"]
-    assert "(`nq_open`), read from a local copy |" in rows["| nq_open"] and "/data/nq" not in rows["| nq_open"]
+    assert "(`google-research-datasets/nq_open`), read from a local copy |" in rows["| nq_open"]
+    assert "/data/nq" not in rows["| nq_open"]
     assert "read from" not in rows["| faitheval"] + rows["| geonames"]
