@@ -262,7 +262,8 @@ def _numbers(parsed: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None) -> Truths:
-    """`facts` has question, answer, answer_aliases, answer_type, relation, source (one split, in its final row order).
+    """`facts` has FACT_COLUMNS' question, answer, answer_aliases, answer_type, relation, source and distractors (one
+    split, in its final row order).
 
     `public`: facts of the other splits whose answers are no secret (all but FICTIONAL_SOURCES': real-world ones and
     published benchmarks' counterfactuals), with the same columns. Their answers join the substitution groups,
@@ -359,7 +360,9 @@ def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray
     A relation group keeps every fact's answer (duplicates included), so substitutes follow the same
     distribution as true answers: a value frequent among answers is frequent among wrong claims too, and
     no value is a tell-tale of corruption. Type pools (Faker) are uniform, like the facts drawn from them. A group is
-    one source's: PopQA's lower-case occupations ("officer") are no substitutes for the synthetic ones.
+    one source's: PopQA's lower-case occupations ("officer") are no substitutes for the synthetic ones. A fact whose
+    source offers wrong answers of its own (`distractors`: FaithEval's other options, its real-world answer among
+    them) is its own group: the conflict its benchmark was made for.
     """
     relation_key = pl.concat_str(["source", "relation", "answer_type"], separator="|")
     keyed = facts.select(
@@ -381,8 +384,11 @@ def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray
         ]
     )
     big_keys = answers.filter(pl.col("value").list.n_unique() >= MIN_GROUP)["key"].implode()
+    offered = _offered(facts)
     keyed = keyed.with_columns(
-        key=pl.when(pl.col("kind_key").is_in(big_keys))
+        key=pl.when(pl.col("row").is_in(offered["row"].implode()))
+        .then(pl.format("own:{}", pl.col("row")))
+        .when(pl.col("kind_key").is_in(big_keys))
         .then("kind_key")
         .when(pl.col("relation_key").is_in(big_keys))
         .then("relation_key")
@@ -396,7 +402,7 @@ def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray
     }
     typed = pl.DataFrame({"key": [f"pool:{t}" for t in pooled], "value": [list(v) for v in pooled.values()]})
     table = (
-        pl.concat([answers.filter(pl.col("key").is_in(keyed["key"].implode())), typed])
+        pl.concat([answers.filter(pl.col("key").is_in(keyed["key"].implode())), typed, offered.drop("row")])
         .explode("value")
         .sort(["key", "value"])
         .with_columns(group=(pl.col("key") != pl.col("key").shift()).fill_null(True).cum_sum().cast(pl.Int64) - 1)
@@ -407,6 +413,22 @@ def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray
 
 
 _TYPE_POOL = {"person": "person", "organization": "organization", "place": "place"}
+
+
+def _offered(facts: pl.DataFrame) -> pl.DataFrame:
+    """row, key ("own:<row>") and value (its distractors) of the facts whose distractors include a wrong answer: one
+    another spelling of the answer would state the truth, and a group of those alone would never yield a claim."""
+    accepted = pl.concat_list("answer", "answer_aliases").list.eval(key_expr(pl.element()))
+    rows = facts.select(pl.int_range(pl.len()).alias("row"), accepted.alias("accepted"), pl.col("distractors"))
+    return (
+        rows.explode("distractors")
+        .filter(pl.col("distractors").is_not_null())
+        .filter(~pl.col("accepted").list.contains(key_expr(pl.col("distractors"))))
+        .group_by("row", maintain_order=True)
+        .agg(key=pl.format("own:{}", pl.col("row").first()), value=pl.col("distractors"))
+    )
+
+
 _MONTH = r"\b(January|February|March|April|May|June|July|August|September|October|November|December)\b"
 
 

@@ -84,6 +84,8 @@ FACT_SCHEMA = pa.schema(
         pa.field("source", pa.string(), nullable=False),
         pa.field("subject", pa.string(), nullable=False),
         pa.field("relation", pa.string(), nullable=False),
+        # wrong answers the source itself offers (FaithEval's other options): a corrupt document's first choice
+        pa.field("distractors", pa.list_(pa.field("element", pa.string(), nullable=False)), nullable=False),
         pa.field("split", pa.string(), nullable=False),
     ]
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -16,6 +17,7 @@ FACT_COLUMNS = {
     "source": pl.String,
     "subject": pl.String,
     "relation": pl.String,
+    "distractors": pl.List(pl.String),  # wrong answers the source itself offers (FaithEval's other options)
 }
 _SEP = "\x1f"  # ASCII unit separator: never part of an alias
 _INTEGER = re.compile(r"[+-]?\d{1,3}(,\d{3})+|[+-]?\d+")
@@ -44,7 +46,15 @@ class FactRows:
         self.columns: dict[str, list] = {name: [] for name in FACT_COLUMNS}
 
     def add(
-        self, fact_id: str, relation: str, subject: str, question: str, answer: str, aliases: list[str], kind: str
+        self,
+        fact_id: str,
+        relation: str,
+        subject: str,
+        question: str,
+        answer: str,
+        aliases: list[str],
+        kind: str,
+        distractors: Sequence[str] = (),
     ) -> None:
         written = [*aliases, *_OTHER_NAMES.get(answer, []), *written_variants(answer)]
         spellings = dict.fromkeys([*written, *(f for name in (answer, *written) for f in folded_aliases(name))])
@@ -57,18 +67,24 @@ class FactRows:
             ("source", self.source),
             ("subject", subject),
             ("relation", relation),
+            (
+                "distractors",
+                _SEP.join(d for d in dict.fromkeys(distractors) if d and d != answer and d not in spellings),
+            ),
         ):
             self.columns[name].append(value)
 
     def frame(self) -> pl.DataFrame:
         # Aliases travel as one joined string per row and are split here: building a list column from
         # Python lists is ~25x slower in polars, and pyarrow.array would import pandas (a second of start-up).
-        frame = pl.DataFrame(self.columns, schema={**FACT_COLUMNS, "answer_aliases": pl.String})
-        joined = pl.col("answer_aliases")
+        lists = ("answer_aliases", "distractors")
+        frame = pl.DataFrame(self.columns, schema={**FACT_COLUMNS, **dict.fromkeys(lists, pl.String)})
         empty = pl.lit([], dtype=FACT_COLUMNS["answer_aliases"])
-        return with_spaced_aliases(
-            frame.with_columns(answer_aliases=pl.when(joined == "").then(empty).otherwise(joined.str.split(_SEP)))
-        )
+        split = [
+            pl.when(pl.col(name) == "").then(empty).otherwise(pl.col(name).str.split(_SEP)).alias(name)
+            for name in lists
+        ]
+        return with_spaced_aliases(frame.with_columns(split))
 
 
 def written_variants(name: str) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -145,6 +145,7 @@ def _add(
     question: str,
     answers: list[str],
     kind: str | None = None,
+    distractors: Sequence[str] = (),
 ):
     """First answer is canonical (numbers get thousands separators), the rest aliases, each also without a leading
     "the" ("United States" answers "the United States"; `FactRows` adds each without its accents)."""
@@ -152,7 +153,7 @@ def _add(
     kind = kind or infer_answer_type(answer)
     spellings = [*number_aliases, *answers]
     spellings += [other for text in spellings for other in _unarticled(text)]
-    rows.add(fact_id, relation, subject, question, answer, spellings, kind)
+    rows.add(fact_id, relation, subject, question, answer, spellings, kind, distractors)
 
 
 def _unarticled(text: str) -> list[str]:
@@ -210,7 +211,8 @@ def faitheval(where: Location, limit: int, split: str = "test") -> pl.DataFrame:
         answer = texts[labels.index(row["answerKey"])].strip()
         if is_short(answer):
             question = as_question(row["question"])
-            _add(rows, f"faitheval:{row['id']}", OPEN, question, question, [answer])
+            others = [text.strip() for text in texts if text.strip() != answer and is_short(text)]
+            _add(rows, f"faitheval:{row['id']}", OPEN, question, question, [answer], distractors=others)
     return rows.frame()
 
 

@@ -134,6 +134,7 @@ def _facts(kind: str, entities: pl.DataFrame, relations: tuple[tuple[str, str, s
             source=pl.lit(SOURCE),
             subject=pl.col("name").cast(pl.String),
             relation=pl.lit(relation),
+            distractors=no_aliases,
         )
         for relation, question, answer_type in relations
     )

@@ -22,7 +22,12 @@ def pools():
 def _facts(rows: list[tuple]) -> pl.DataFrame:
     return pl.DataFrame(
         rows, schema=["answer", "answer_aliases", "answer_type", "relation"], orient="row"
-    ).with_columns(pl.col("answer_aliases").cast(pl.List(pl.String)), source=pl.lit("test"), question=pl.lit("Q?"))
+    ).with_columns(
+        pl.col("answer_aliases").cast(pl.List(pl.String)),
+        source=pl.lit("test"),
+        question=pl.lit("Q?"),
+        distractors=pl.lit([], dtype=pl.List(pl.String)),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -173,8 +178,9 @@ def test_an_open_facts_wrong_claims_answer_the_same_kind_of_question(pools):
             "answer_type": ["text"] * len(rows),
             "relation": [OPEN] * len(rows),
             "source": ["nq_open"] * len(rows),
+            "distractors": [[] for _ in rows],
         },
-        schema_overrides={"answer_aliases": pl.List(pl.String)},
+        schema_overrides={"answer_aliases": pl.List(pl.String), "distractors": pl.List(pl.String)},
     )
     truths = corruption.truths(facts, pools)
     for row, kind in ((0, who), (len(who), when), (len(who) + len(when), ["wood", "iron", "clay", "glass", "stone"])):
@@ -199,6 +205,23 @@ def test_a_number_alone_among_names_still_gets_a_near_miss(pools):
     for round_ in (0, 5):
         moved = corruption._near_miss(truths, rows, truths.value[rows], truths.decimals[rows], u, round_)
         assert moved.max() <= 199 and moved.min() >= 15 and (moved % 10 != 0).all(), round_
+
+
+def test_a_fact_with_distractors_is_corrupted_with_them(pools):
+    """FaithEval's other options (its real-world answer among them) are its wrong claims: the conflict the benchmark
+    was made for. A distractor that spells the answer another way ("Copper") is no wrong claim; a fact left with none
+    takes its kind's answers."""
+    answers = ["copper", "tin", "zinc", "lead", "iron", "gold", "silver", "nickel"]
+    facts = _facts([(a, [], "text", OPEN) for a in answers]).with_columns(
+        source=pl.lit("faitheval"),
+        distractors=pl.Series([["nitrogen", "carbon dioxide", "Copper"], ["tin"]] + [[]] * 6),
+    )
+    truths = corruption.truths(facts, pools)
+    for level in (ENTITY, INVERSION, COHERENT):
+        values, _, applied = _claims(truths, [0] * 100, level)
+        assert set(values) == {"nitrogen", "carbon dioxide"} and set(applied) == {level}, level
+    values, _, _ = _claims(truths, [1] * 100, ENTITY)
+    assert set(values) <= set(answers) - {"tin"}
 
 
 def test_a_group_holds_one_sources_answers(pools):

@@ -185,6 +185,7 @@ def test_faitheval_takes_the_keyed_choice(hub_paths, well_formed):
     rows = _rows(facts)
     assert set(rows) == {"faitheval:Mercury_7001", "faitheval:Mercury_7003"}
     assert rows["faitheval:Mercury_7001"]["answer"] == "oxygen"
+    assert rows["faitheval:Mercury_7001"]["distractors"] == ["nitrogen", "carbon dioxide"]  # the other options
     assert rows["faitheval:Mercury_7003"]["answer_type"] == "year"
 
 
