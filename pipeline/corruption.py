@@ -267,22 +267,21 @@ def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None
 
     `public`: facts of the other splits whose answers are no secret (all but FICTIONAL_SOURCES': real-world ones and
     published benchmarks' counterfactuals), with the same columns. Their answers join the substitution groups,
-    rankings, ranges and precisions of their groups: a relation with three
-    facts in a held-out split would otherwise draw its wrong claims from the type's Faker pool (a job title as the
-    colour of lapis lazuli), and a small split's rankings would set neighbours far apart (an atomic number of 1 for
-    caesium), so that held-out documents would follow another law than train's."""
+    rankings, ranges and precisions of their groups: a relation with three facts in a held-out split would otherwise
+    draw its wrong claims from the type's Faker pool (a job title as the colour of lapis lazuli), and a small split's
+    rankings would set neighbours far apart (an atomic number of 1 for caesium), so that held-out documents would
+    follow another law than train's."""
     n = facts.height
     both = facts if public is None else pl.concat([facts, public.select(facts.columns)])
-    parsed = _parsed(facts["answer"])
-    accepted = pl.concat_list(pl.col("answer"), pl.col("answer_aliases")).list.eval(key_expr(pl.element()))
-    numeric, value, decimals = _numbers(parsed)
+    every = _parsed(both["answer"])  # the split's facts first: their rows are the first n
+    every_numeric, every_value, every_decimals = _numbers(every)
+    parsed, numeric, value, decimals = every.head(n), every_numeric[:n], every_value[:n], every_decimals[:n]
     cand, group, big = _groups(both, pools)
-    every_numeric, every_value, every_decimals = _numbers(_parsed(both["answer"]))
     every_number = np.where(every_numeric, every_value / 10.0**every_decimals, np.nan)
     low, high = (bound[:n] for bound in _ranges(group, every_number, big))
     figures = _precision(group, np.where(every_numeric, _figures(every_value), 0), big)[:n]
-    whole = every_numeric & (every_value % 10**every_decimals == 0)
-    wholes = pl.DataFrame({"group": group, "whole": whole}).select(pl.col("whole").any().over("group"))
+    is_whole = every_numeric & (every_value % 10**every_decimals == 0)
+    wholes = pl.DataFrame({"group": group, "whole": is_whole}).select(pl.col("whole").any().over("group"))
     group, big, decimal_only = group[:n], big[:n], ~wholes.to_series().to_numpy()[:n]
     year = (facts["answer_type"] == "year").to_numpy()
     whole = value // 10**decimals
@@ -291,7 +290,7 @@ def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None
     substitutes = Substitutes.of(cand, own)
     neighbours = Neighbours.of(substitutes)
     return Truths(
-        accepted=_padded(facts.select(accepted).to_series()),
+        accepted=_padded(facts.select(_accepted_keys()).to_series()),
         numeric=numeric,
         prefix=parsed["prefix"].fill_null(""),
         suffix=parsed["suffix"].fill_null(""),
@@ -344,6 +343,11 @@ def _trailing_zeros(value: np.ndarray) -> np.ndarray:
 def _figures(value: np.ndarray) -> np.ndarray:
     """Significant figures of non-negative integers, trailing zeros not counted (1,300 has 2)."""
     return _digits(value) - _trailing_zeros(value)
+
+
+def _accepted_keys() -> pl.Expr:
+    """Per fact: the keys (`key_expr`) of its answer and every alias, the answer's first."""
+    return pl.concat_list("answer", "answer_aliases").list.eval(key_expr(pl.element()))
 
 
 def _padded(keys: pl.Series) -> np.ndarray:
@@ -418,8 +422,7 @@ _TYPE_POOL = {"person": "person", "organization": "organization", "place": "plac
 def _offered(facts: pl.DataFrame) -> pl.DataFrame:
     """row, key ("own:<row>") and value (its distractors) of the facts whose distractors include a wrong answer: one
     another spelling of the answer would state the truth, and a group of those alone would never yield a claim."""
-    accepted = pl.concat_list("answer", "answer_aliases").list.eval(key_expr(pl.element()))
-    rows = facts.select(pl.int_range(pl.len()).alias("row"), accepted.alias("accepted"), pl.col("distractors"))
+    rows = facts.select(pl.int_range(pl.len()).alias("row"), _accepted_keys().alias("accepted"), "distractors")
     return (
         rows.explode("distractors")
         .filter(pl.col("distractors").is_not_null())
@@ -438,28 +441,22 @@ def _open_kind() -> pl.Expr:
     the first Olympic games were held, or "yen" as who hosted a Super Bowl, gives a corrupt document away: wrong
     claims come from answers of the same kind while the kind has MIN_GROUP of them, else from every open answer of
     its source and answer type."""
-    question, answer = pl.col("question").str.to_lowercase(), pl.col("answer")
-    asks = (
-        pl.when(question.str.contains(r"^(who|whom|whose)\b"))
-        .then(pl.lit("who"))
-        .when(question.str.contains(r"^where\b"))
-        .then(pl.lit("where"))
-        .when(question.str.contains(r"^(when|what year)\b"))
-        .then(pl.lit("when"))
-        .when(question.str.contains(r"^how (many|much)\b"))
-        .then(pl.lit("how many"))
-        .otherwise(pl.lit("what"))
+    asks = _first_match(
+        pl.col("question").str.to_lowercase(),
+        [(r"^(who|whom|whose)\b", "who"), (r"^where\b", "where"), (r"^(when|what year)\b", "when")]
+        + [(r"^how (many|much)\b", "how many")],
+        "what",
     )
-    shape = (
-        pl.when(answer.str.contains(_MONTH))
-        .then(pl.lit("date"))
-        .when(answer.str.contains(r"^\D{0,2}\d"))
-        .then(pl.lit("number"))
-        .when(answer.str.contains(r"^\p{Lu}"))
-        .then(pl.lit("name"))
-        .otherwise(pl.lit("phrase"))
+    shape = _first_match(
+        pl.col("answer"), [(_MONTH, "date"), (r"^\D{0,2}\d", "number"), (r"^\p{Lu}", "name")], "phrase"
     )
     return pl.concat_str([asks, shape], separator=" ")
+
+
+def _first_match(text: pl.Expr, cases: Sequence[tuple[str, str]], default: str) -> pl.Expr:
+    """The label of the first (pattern, label) case whose pattern `text` contains, else `default`."""
+    labels = [pl.when(text.str.contains(pattern)).then(pl.lit(label)) for pattern, label in cases]
+    return pl.coalesce(*labels, pl.lit(default))
 
 
 def claims(
