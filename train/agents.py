@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,21 +55,36 @@ def empty(rows: Sequence[dict[str, Any]]) -> list[str]:
 BASELINES: dict[str, Agent] = {"oracle": oracle, "majority": majority, "follower": follower, "empty": empty}
 
 
+class ModelLoadError(Exception):
+    """A model, adapter or tokenizer that cannot be loaded (a folder that holds none, a Hub id out of reach)."""
+
+
+@contextmanager
+def _loading(path: str) -> Iterator[None]:
+    try:
+        yield
+    except (OSError, ValueError) as err:  # transformers' and peft's errors for what is not a model of theirs
+        raise ModelLoadError(f"{path}: {' '.join(str(err).split())}") from err
+
+
 def load_model(path: str, base: str | None = None) -> tuple[Any, Any]:
-    """A saved model, or a LoRA adapter on `base` (default: the base recorded in the adapter), in eval mode,
-    with its tokenizer (the adapter's own when it saved one)."""
+    """A saved model, or a LoRA adapter on `base` (default: the base recorded in the adapter), in eval mode on the
+    GPU when there is one (bf16), with its tokenizer (the adapter's own when it saved one)."""
+    import torch
     from transformers import AutoModelForCausalLM
 
     from train.backend import load_tokenizer
 
-    if (Path(path) / "adapter_config.json").is_file():
-        from peft import PeftConfig, PeftModel
+    kwargs = {"dtype": torch.bfloat16, "device_map": {"": 0}} if torch.cuda.is_available() else {}
+    with _loading(path):
+        if (Path(path) / "adapter_config.json").is_file():
+            from peft import PeftConfig, PeftModel
 
-        base = base or PeftConfig.from_pretrained(path).base_model_name_or_path
-        model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), path)
-        tokenizer = load_tokenizer(path if (Path(path) / "tokenizer_config.json").is_file() else base)
-    else:
-        model, tokenizer = AutoModelForCausalLM.from_pretrained(path), load_tokenizer(path)
+            base = base or PeftConfig.from_pretrained(path).base_model_name_or_path
+            model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, **kwargs), path)
+            tokenizer = load_tokenizer(path if (Path(path) / "tokenizer_config.json").is_file() else base)
+        else:
+            model, tokenizer = AutoModelForCausalLM.from_pretrained(path, **kwargs), load_tokenizer(path)
     model.eval()
     return model, tokenizer
 
@@ -82,8 +98,8 @@ def greedy(model: Any, tokenizer: Any, contexts: Sequence[list[int]], max_new_to
         batch = [list(c) for c in contexts[start : start + batch_size]]
         width = max(map(len, batch))
         pad = tokenizer.pad_token_id
-        ids = torch.tensor([[pad] * (width - len(c)) + c for c in batch])
-        mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in batch])
+        ids = torch.tensor([[pad] * (width - len(c)) + c for c in batch], device=model.device)
+        mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in batch], device=model.device)
         with torch.inference_mode():
             generated = model.generate(
                 input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad
@@ -114,7 +130,8 @@ def model_tool_agent(path: str, base: str | None = None, batch_size: int = 8) ->
     from train.trainer import ensure_tool_template
 
     model, tokenizer = load_model(path, base)
-    ensure_tool_template(tokenizer)
+    with _loading(path):
+        ensure_tool_template(tokenizer)
 
     def agent(rows: Sequence[dict[str, Any]], contexts: Sequence[list[int]], turn: int, max_new_tokens: int):
         return greedy(model, tokenizer, contexts, max_new_tokens, batch_size)
@@ -127,8 +144,9 @@ def tool_tokenizer(path: str) -> Any:
     from train.backend import load_tokenizer
     from train.trainer import ensure_tool_template
 
-    tokenizer = load_tokenizer(path)
-    ensure_tool_template(tokenizer)
+    with _loading(path):
+        tokenizer = load_tokenizer(path)
+        ensure_tool_template(tokenizer)
     return tokenizer
 
 

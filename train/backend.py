@@ -9,13 +9,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from train.config import TrainParams
+from train.config import ParamsError, TrainParams
 
 logger = logging.getLogger(__name__)
 # How transformers 5 records a tokenizer saved from a bare `tokenizers` object.
@@ -66,6 +67,7 @@ def _unsloth_policy(params: TrainParams) -> Policy:
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=params.model, max_seq_length=params.max_seq_length, load_in_4bit=params.load_in_4bit
     )
+    check_lora_targets(model, params)
     model = FastLanguageModel.get_peft_model(
         model, **params.lora.model_dump(), use_gradient_checkpointing="unsloth", random_state=params.seed
     )
@@ -84,9 +86,24 @@ def _peft_policy(params: TrainParams) -> Policy:
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)
+        # A quantized model cannot be moved after loading: each rank loads onto its own GPU, not all onto GPU 0.
+        kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
     elif params.load_in_4bit:
         logger.info("load_in_4bit needs CUDA: loading the model in float32 on CPU")
     model = AutoModelForCausalLM.from_pretrained(params.model, **kwargs)
+    check_lora_targets(model, params)
     peft_config = LoraConfig(task_type="CAUSAL_LM", **params.lora.model_dump())
     overrides = {"bf16": cuda, "use_cpu": not cuda, "gradient_checkpointing": cuda}
     return Policy(model, load_tokenizer(params.model), peft_config, overrides, backend="transformers+peft")
+
+
+def check_lora_targets(model: Any, params: TrainParams) -> None:
+    """peft finds a target that matches no module only when the trainer wraps the model: refused here, at load."""
+    names = [name for name, _ in model.named_modules()]
+    missing = [t for t in params.lora.target_modules if not any(n == t or n.endswith(f".{t}") for n in names)]
+    if missing:
+        linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
+        raise ParamsError(
+            f"train.lora.target_modules: {missing} match no module of train.model {params.model!r} "
+            f"(its linear layers: {', '.join(linear)})"
+        )

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.schema import SPLITS
-from train.agents import BASELINES, Agent, model_agent, model_tool_agent, scripted_tool_agent, tool_tokenizer
+from train.agents import (
+    BASELINES,
+    Agent,
+    ModelLoadError,
+    model_agent,
+    model_tool_agent,
+    scripted_tool_agent,
+    tool_tokenizer,
+)
 from train.compare import comparison_rows, markdown
 from train.data import head, stream_episodes
 from train.metrics import Scored, summarize
@@ -104,6 +112,20 @@ def _model_arg(value: str) -> tuple[str, str, None]:
     return name, path, None
 
 
+def _model_source(path: str) -> bool:
+    """A local folder, or else a name the Hub could hold (a missing local path such as ./models/x is neither)."""
+    if Path(path).is_dir():
+        return True
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(path)
+    except HFValidationError:
+        return False
+    return not Path(path).exists() and not path.startswith((".", "~"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m train.evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="data/episodes", help="dataset folder or Hub repo id")
@@ -120,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tool-calling-iterations", type=int, default=12, help="tools: rounds of tool calls")
     parser.add_argument("--tokenizer", help="tools: tokenizer the baselines write their tool calls with")
     parser.add_argument("--out", type=Path, default=Path("reports/eval"))
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a shared machine)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads without a GPU (1 is fastest on a shared machine)"
+    )
     args = parser.parse_args(argv)
     if args.max_new_tokens is None:
         args.max_new_tokens = 96 if args.mode == "oneshot" else 512
@@ -138,17 +162,32 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"each agent and model needs its own name (results are keyed by it); repeated: {repeated}")
     if args.mode == "tools" and args.agents and not (args.tokenizer or models):
         parser.error("--mode tools: baselines write tool calls with a tokenizer: give --tokenizer, --model or --demo")
+    given = [(f"--model {name}={path}", path) for name, path, _ in args.model] + [
+        (f"--tokenizer {args.tokenizer}", args.tokenizer)
+    ]
+    for flag, path in given:
+        if path and not _model_source(path):
+            parser.error(f"{flag}: no such folder (and not a Hub model id)")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out}: a file, not a folder")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     rows = read_rows(parser, args)
+    try:  # after the data is read: data that cannot be read leaves nothing behind
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parser.error(f"--out {args.out}: cannot be the output folder ({err.strerror or err})")
     import torch
 
     from train.plots import write_charts
 
-    torch.set_num_threads(args.threads)
-    results = run_agents(args, rows, models)
+    if not torch.cuda.is_available():
+        torch.set_num_threads(args.threads)
+    try:
+        results = run_agents(args, rows, models)
+    except ModelLoadError as err:
+        parser.exit(2, f"error: {err}\n")
     for name, result in results.items():
         logger.info("%s: reward %s, accuracy %s", name, result["reward"]["mean"], result["accuracy"])
-    args.out.mkdir(parents=True, exist_ok=True)
     report = {"data": args.data, "split": args.split, "mode": args.mode, "episodes": len(rows), "agents": results}
     (args.out / "eval.json").write_text(json.dumps(report, indent=1))
     table = comparison_rows(results)

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params = load_train_params(args.params)
         unsloth = import_unsloth_first()
-        from train.trainer import checkpoint_to_resume, train
+        from train.trainer import checkpoint_to_resume, ensure_tool_template, train
 
         resume = checkpoint_to_resume(params)
     except ParamsError as err:
@@ -44,9 +44,13 @@ def main(argv: list[str] | None = None) -> int:
         stream = stream_episodes(params.data, params.split, revision=params.revision)
     except (ValueError, OSError) as err:
         parser.exit(2, f"error: train.data {params.data!r}, split {params.split!r}: {one_line(err)}\n")
-    try:  # transformers: neither a local model folder nor a Hub model id
+    try:  # transformers: neither a local model folder nor a Hub model id (OSError), a folder without a model
         policy = load_policy(params)
-    except OSError as err:
+        if params.mode == "tools":
+            ensure_tool_template(policy.tokenizer)
+    except ParamsError as err:
+        parser.exit(2, f"error: {err}\n")
+    except (OSError, ValueError) as err:
         parser.exit(2, f"error: train.model {params.model!r}: {one_line(err)}\n")
     logger.info("backend %s, mode %s, model %s, data %s", policy.backend, params.mode, params.model, params.data)
     history = train(params, policy, stream, resume)

@@ -25,12 +25,13 @@ from reward_api.submission import SubmissionIn
 
 # Longer completions are not searched: scanning them costs more than they could be worth.
 MAX_COMPLETION_CHARS = 32_768
-# At most this many "{" positions are tried as the start of a JSON object.
+# At most this many places that open an object with a key ("{" then '"') are tried as the start of a JSON object.
 MAX_JSON_CANDIDATES = 64
 # The reply carries no episode id (one it writes is replaced): the trainer knows the row's, any valid id stands in.
 _ROW_ID = 0
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _DECODER = json.JSONDecoder()
+_OBJECT_START = re.compile(r'\{[ \t\n\r]*"')  # JSON's whitespace only
 
 
 @dataclass(frozen=True)
@@ -54,18 +55,19 @@ def strip_thinking(text: str) -> str:
 
 
 def _json_objects(text: str) -> Iterable[dict]:
-    """Every top-level JSON object in the text, in order (nested ones are skipped with their parent)."""
-    pos, tried = text.find("{"), 0
-    while pos != -1 and tried < MAX_JSON_CANDIDATES:
+    """Every top-level JSON object with a key in the text, in order (nested ones are skipped with their parent); a
+    brace that opens no key ("{a}", "{}", a set in prose) is not a candidate, so it never uses up the limit."""
+    start, tried = _OBJECT_START.search(text), 0
+    while start and tried < MAX_JSON_CANDIDATES:
         tried += 1
         try:
-            value, end = _DECODER.raw_decode(text, pos)
+            value, end = _DECODER.raw_decode(text, start.start())
         except (ValueError, RecursionError):
-            pos = text.find("{", pos + 1)
+            start = _OBJECT_START.search(text, start.start() + 1)
             continue
         if isinstance(value, dict):
             yield value
-        pos = text.find("{", end)
+        start = _OBJECT_START.search(text, end)
 
 
 def _accepted(obj: dict) -> Submission | None:

@@ -171,6 +171,8 @@ def play(
     """Play every row to its end, all episodes advancing one turn at a time (a batch per turn)."""
     from trl.chat_template_utils import add_response_schema, parse_response
 
+    # Tool-call arguments typed by the tools' schemas where TRL can (1.16); Unsloth's pin, TRL 1.15, cannot.
+    typed = "tools" in inspect.signature(parse_response).parameters
     tokenizer = add_response_schema(tokenizer)
     episodes = [_start(row, tokenizer) for row in rows]
     active = episodes
@@ -180,7 +182,8 @@ def play(
         still = []
         for episode, reply in zip(active, replies, strict=True):
             reply = list(reply[: max_completion_length - episode.completion_len])
-            parsed = parse_response(tokenizer, reply, prefix=episode.ids, tools=episode.tools) if reply else {}
+            typing = {"tools": episode.tools} if typed else {}
+            parsed = parse_response(tokenizer, reply, prefix=episode.ids, **typing) if reply else {}
             episode.ids += reply
             episode.turns += 1
             calls = parsed.get("tool_calls")

@@ -82,6 +82,8 @@ def checkpoint_to_resume(params: TrainParams) -> str | None:
     A fresh run over an output_dir that holds checkpoints is refused: it would restart at step 1 and overwrite them.
     """
     out, resume = params.output_dir, params.resume_from_checkpoint
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ParamsError(f"train.output_dir {out} is a file: it must be a folder (new or holding this run's outputs)")
     latest = get_last_checkpoint(out) if Path(out).is_dir() else None
     if resume is True:
         if not latest:

@@ -140,6 +140,39 @@ def test_command_refuses_what_it_cannot_run(tmp_path, episodes_dir, capsys):
         main(["--data", str(episodes_dir), "--demo", str(tmp_path), "--out", str(tmp_path / "out")])
     assert f"--demo {tmp_path}: no sft/ checkpoint" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+    missing = tmp_path / "no-model"
+    for args, message in (
+        (["--model", f"m={missing}"], f"--model m={missing}: no such folder (and not a Hub model id)"),
+        (["--mode", "tools", "--tokenizer", "./nothing"], "--tokenizer ./nothing: no such folder"),
+    ):
+        with pytest.raises(SystemExit):
+            main(["--data", str(episodes_dir), "--out", str(tmp_path / "out"), *args])
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(SystemExit):
+        main(["--data", str(episodes_dir), "--agents", "oracle", "--out", str(tmp_path / "afile")])
+    assert f"--out {tmp_path / 'afile'}: a file, not a folder" in capsys.readouterr().err
+
+
+def test_a_folder_without_a_model_is_one_line_naming_it(tmp_path, episodes_dir, capsys):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as exit_:
+        main(
+            [
+                "--data",
+                str(episodes_dir),
+                "--limit",
+                "4",
+                "--agents",
+                "--model",
+                f"m={tmp_path / 'empty'}",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith(f"error: {tmp_path / 'empty'}: ") and err.count("\n") == 1, err
 
 
 @pytest.fixture(scope="module")

@@ -99,3 +99,52 @@ def test_a_library_error_over_several_lines_is_reported_in_one(write_params, mon
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_.value.code == 2 and len(err) == 1, err
     assert err[0].startswith(f"error: train.{failing} ") and err[0].endswith(": line one line two"), err
+
+
+def _one_line_refusal(write_params, capsys, section: dict) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--params", str(write_params({**SMALL, **section}))])
+    err = capsys.readouterr().err  # after transformers' progress bar, when the model loaded
+    errors = [line for line in err.splitlines() if "error" in line.lower()]
+    assert exit_.value.code == 2 and errors == [err.splitlines()[-1]] and "Traceback" not in err, err
+    return errors[0]
+
+
+def test_a_lora_target_the_model_lacks_is_one_line_naming_the_key(
+    tmp_path, write_params, episodes_dir, tiny_model, capsys
+):
+    """peft would raise it only inside the trainer, with a traceback; the layers the model has are listed."""
+    section = {"model": str(tiny_model), "data": str(episodes_dir), "output_dir": str(tmp_path / "run")}
+    err = _one_line_refusal(
+        write_params, capsys, section | {"lora": {"r": 4, "target_modules": ["q_proj", "foo_proj"]}}
+    )
+    assert err.startswith(
+        f"error: train.lora.target_modules: ['foo_proj'] match no module of train.model '{tiny_model}'"
+    )
+    assert "q_proj" in err.split("its linear layers: ")[1]
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_folder_without_a_model_is_one_line_naming_train_model(tmp_path, write_params, episodes_dir, capsys):
+    (tmp_path / "empty-model").mkdir()
+    section = {"model": str(tmp_path / "empty-model"), "data": str(episodes_dir), "output_dir": str(tmp_path / "run")}
+    err = _one_line_refusal(write_params, capsys, section)
+    assert err.startswith(f"error: train.model '{tmp_path / 'empty-model'}': "), err
+
+
+def test_tool_mode_with_a_template_that_cannot_call_tools_is_one_line(
+    tmp_path, write_params, episodes_dir, tiny_model, capsys
+):
+    """A chat template that is not ChatML cannot be given TRL's tool template: refused after loading, not by the
+    trainer with a traceback."""
+    import shutil
+
+    model = tmp_path / "plain-template"
+    shutil.copytree(tiny_model, model)
+    config = json.loads((model / "tokenizer_config.json").read_text())
+    config["chat_template"] = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    (model / "tokenizer_config.json").write_text(json.dumps(config))
+    (model / "chat_template.jinja").unlink(missing_ok=True)
+    section = {"model": str(model), "data": str(episodes_dir), "output_dir": str(tmp_path / "run"), "mode": "tools"}
+    err = _one_line_refusal(write_params, capsys, section)
+    assert err.startswith(f"error: train.model '{model}': mode tools: ") and "not ChatML" in err, err

@@ -93,3 +93,13 @@ def test_resuming_without_a_checkpoint_is_refused(tmp_path, write_params, capsys
     resume = resume.format(out=out) if isinstance(resume, str) else resume
     section = {"output_dir": str(out), "resume_from_checkpoint": resume, "data": str(tmp_path / "no-data")}
     assert _refusal(write_params, capsys, section) == message.format(out=out)
+
+
+def test_an_output_dir_that_is_a_file_is_refused_in_one_line(tmp_path, write_params, capsys):
+    """Before the data is opened or a model loaded: the trainer would fail on it only after loading."""
+    out = tmp_path / "afile"
+    out.write_text("not a folder")
+    section = {"output_dir": str(out), "data": str(tmp_path / "no-data"), "model": str(tmp_path / "no-model")}
+    assert _refusal(write_params, capsys, section) == (
+        f"error: train.output_dir {out} is a file: it must be a folder (new or holding this run's outputs)\n"
+    )

@@ -13,6 +13,7 @@ from reward_api.scoring import EpisodeKey, score_key, score_submission_key
 from train.rewards import (
     EMPTY_SUBMISSION,
     MAX_COMPLETION_CHARS,
+    MAX_JSON_CANDIDATES,
     Submission,
     completion_text,
     environment_reward,
@@ -191,3 +192,12 @@ def test_completion_text_takes_the_last_assistant_turn():
     ]
     assert completion_text(messages) == "b"
     assert completion_text([{"role": "assistant", "content": None}]) == ""
+
+
+def test_braces_in_prose_do_not_use_up_the_search_for_the_submission():
+    """Only a brace that opens a key is a candidate: 64 sets in prose still leave the submission found."""
+    text = "sets {a} " * 64 + '{"answer": "Paris", "flagged_ids": [2], "confidence": 0.8}'
+    assert parse_completion(text) == (Submission("Paris", (2,), 0.8), True)
+    submission = '{"answer": "Paris", "flagged_ids": [2], "confidence": 0.8}'
+    assert parse_completion('{"note": 1} ' * (MAX_JSON_CANDIDATES - 1) + submission)[0].answer == "Paris"
+    assert parse_completion('{"note": 1} ' * MAX_JSON_CANDIDATES + submission) == (EMPTY_SUBMISSION, False)

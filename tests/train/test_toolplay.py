@@ -131,3 +131,19 @@ def test_malformed_replies_never_stop_the_evaluation(tokenizer, episode_rows):
     (rollout,) = play(agent, tokenizer, [row], 4096, 12)
     assert rollout.moves == () and rollout.turns == 3 and rollout.tool_calls == rollout.failed_calls == 2
     assert rollout.breakdown == score_key("", set(), 0.0, 1, _key(row))
+
+
+def test_play_runs_with_the_parse_response_of_unsloths_trl_pin(tokenizer, episode_rows, monkeypatch):
+    """TRL 1.15 (requirements-gpu.txt) has no `tools` parameter: the same game is played, with the same moves."""
+    import trl.chat_template_utils as templates
+
+    newer = templates.parse_response
+
+    def parse_response(tokenizer, ids, prefix=None):  # 1.15's signature
+        return newer(tokenizer, ids, prefix=prefix)
+
+    rows = episode_rows[:4]
+    expected = play(scripted_tool_agent(BASELINES["oracle"], tokenizer), tokenizer, rows, 4096, 12)
+    monkeypatch.setattr(templates, "parse_response", parse_response)
+    rollouts = play(scripted_tool_agent(BASELINES["oracle"], tokenizer), tokenizer, rows, 4096, 12)
+    assert [r.moves for r in rollouts] == [r.moves for r in expected] and all(r.failed_calls == 0 for r in rollouts)
