@@ -32,9 +32,12 @@ from collections.abc import Callable
 
 import httpx
 
+from pipeline.schema import SPLITS
 from reward_api.auth import client_headers
 from reward_api.heuristics import read
 from reward_api.scoring import reward_rules
+
+MAX_SEED = 2**63 - 1  # what POST /reset accepts
 
 DEFAULT_API_BASE_URL = "https://router.huggingface.co/v1"
 DEFAULT_MODEL = "Qwen/Qwen2.5-72B-Instruct"
@@ -55,7 +58,8 @@ Reply with exactly one JSON action per turn, nothing else:
 Flag the corrupted documents first, then submit."""
 )
 
-Policy = Callable[[dict], str]  # observation -> the reply text of the next action
+# (observation, why the last reply or action was refused or None) -> the reply text of the next action
+Policy = Callable[[dict, str | None], str]
 
 
 def describe(observation: dict) -> str:
@@ -94,7 +98,7 @@ def show(action: dict) -> str:
 def heuristic_policy() -> Policy:
     """Flag each document that does not state the majority answer, then submit it with its vote share."""
 
-    def next_reply(observation: dict) -> str:
+    def next_reply(observation: dict, refused: str | None) -> str:
         docs = observation["documents"]
         reading = read(observation["question"], [d["content"] for d in docs])
         pending = [i for i in reading.dissenting if i not in observation["flagged_ids"]]
@@ -107,15 +111,13 @@ def heuristic_policy() -> Policy:
 
 
 def model_policy(client, model: str) -> Policy:
-    """A chat with the model: the documents once, then what each action did."""
+    """A chat with the model: the documents once, then what each action did, or why it was refused."""
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
 
-    def next_reply(observation: dict) -> str:
+    def next_reply(observation: dict, refused: str | None) -> str:
         first = len(messages) == 1
-        status = (
-            f"{observation['message']}. Flagged: {observation['flagged_ids']}. "
-            f"Budget left: {observation['budget_remaining']}."
-        )
+        what = f"Your last reply was refused: {refused}" if refused else observation["message"]
+        status = f"{what}. Flagged: {observation['flagged_ids']}. Budget left: {observation['budget_remaining']}."
         messages.append({"role": "user", "content": describe(observation) if first else status})
         response = client.chat.completions.create(model=model, messages=messages, temperature=0.0, max_tokens=200)
         reply = response.choices[0].message.content or ""
@@ -148,43 +150,64 @@ def _refusal(response: httpx.Response) -> str:
     return _one_line(str(detail))
 
 
+def _step(env: httpx.Client, action: dict, token: str) -> tuple[dict | None, str | None, bool]:
+    """POST /step: the new observation, or why there is none and whether asking again could change that (a 422
+    could: the action was invalid; a lost connection, 403, 404 or 409 could not)."""
+    try:
+        response = env.post("/step", json={"action": {**action, "state_token": token}})
+    except httpx.HTTPError as exc:  # the connection dropped, a timeout
+        return None, _one_line(f"{type(exc).__name__}: {exc}"), True
+    if response.status_code == 200:
+        return _observed(response.json()), None, False
+    return None, _refusal(response), response.status_code != 422
+
+
+def _end(rewards: list[float], done: bool, threshold: float) -> float:
+    """Print the [END] line; returns the episode's score (its last reward)."""
+    score = rewards[-1] if rewards else 0.0
+    listed = ",".join(f"{r:.2f}" for r in rewards)
+    success = _flag(done and score >= threshold)
+    print(f"[END] success={success} steps={len(rewards)} score={score:.2f} rewards={listed}", flush=True)
+    return score
+
+
 def play_episode(env: httpx.Client, policy: Policy, reset: dict, threshold: float, label: dict) -> float:
     """One episode, printing [START], a [STEP] per action and [END]; returns the episode's reward.
 
     The policy gets at most the budget plus EXTRA_TURNS turns, then the empty answer is submitted, once, whatever
-    the server says. A refused action (422) costs a turn; any other refusal (403 for a split the server cannot
-    score, 404, 409, 401) ends the episode unsuccessfully at once: asking again gets the same answer.
+    the server says. A refused action (422) costs a turn and the policy is told why; any other refusal (403 for a
+    split the server cannot score, 404, 409, 401) or a lost connection ends the episode unsuccessfully at once:
+    asking again gets the same answer. A refused reset ends it with no step (the reason on stderr).
     """
     print(f"[START] task={label['task']} env={label['env']} model={label['model']}", flush=True)
-    observation = _observed(env.post("/reset", json=reset).raise_for_status().json())
+    try:
+        response = env.post("/reset", json=reset)
+        observation = _observed(response.raise_for_status().json())
+    except httpx.HTTPError as exc:
+        reason = _refusal(exc.response) if isinstance(exc, httpx.HTTPStatusError) else _one_line(str(exc))
+        print(f"POST /reset {json.dumps(reset)} failed: {reason}", file=sys.stderr, flush=True)
+        return _end([], False, threshold)
     rewards: list[float] = []
     turns = observation["budget_remaining"] + EXTRA_TURNS
-    fatal = False
+    fatal, error = False, None
     while not (observation["done"] or fatal or len(rewards) > turns):
         try:
-            action = parse_action(policy(observation)) if len(rewards) < turns else GIVE_UP
+            action = parse_action(policy(observation, error)) if len(rewards) < turns else GIVE_UP
         except ValueError as exc:
+            error = _one_line(str(exc))
             rewards.append(0.0)
-            print(f"[STEP] step={len(rewards)} action=invalid reward=0.00 done=false error={_one_line(str(exc))}")
+            print(f"[STEP] step={len(rewards)} action=invalid reward=0.00 done=false error={error}", flush=True)
             continue
-        response = env.post("/step", json={"action": {**action, "state_token": observation["state_token"]}})
-        error = None if response.status_code == 200 else _refusal(response)
-        fatal = response.status_code not in (200, 422)
-        if error is None:
-            observation = _observed(response.json())
-        reward = float(observation["reward"] or 0.0) if error is None else 0.0
-        rewards.append(reward)
+        result, error, fatal = _step(env, action, observation["state_token"])
+        observation = result or observation
+        rewards.append(float(observation["reward"] or 0.0) if error is None else 0.0)
         done = error is None and observation["done"]
         print(
-            f"[STEP] step={len(rewards)} action={show(action)} reward={reward:.2f} done={_flag(done)} "
+            f"[STEP] step={len(rewards)} action={show(action)} reward={rewards[-1]:.2f} done={_flag(done)} "
             f"error={error or 'null'}",
             flush=True,
         )
-    score = rewards[-1]
-    success = observation["done"] and score >= threshold
-    listed = ",".join(f"{r:.2f}" for r in rewards)
-    print(f"[END] success={_flag(success)} steps={len(rewards)} score={score:.2f} rewards={listed}")
-    return score
+    return _end(rewards, observation["done"], threshold)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,10 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", default=os.environ.get("ENV_URL", "http://127.0.0.1:7860"), help="reward server")
     parser.add_argument("--tasks", help="comma-separated tasks (default: every task GET /tasks lists)")
     parser.add_argument("--episodes", type=int, default=1, help="episodes per task")
-    parser.add_argument("--split", default="test")
+    parser.add_argument("--split", default="test", choices=SPLITS)
     parser.add_argument("--seed", type=int, default=0, help="episode i of a task is POST /reset with seed + i")
     parser.add_argument("--heuristic", action="store_true", help="play the majority-vote reader; no model needed")
     args = parser.parse_args(argv)
+    if args.episodes < 1 or not 0 <= args.seed <= MAX_SEED - args.episodes + 1:
+        parser.error(f"--episodes must be >= 1 and --seed + --episodes - 1 in 0..{MAX_SEED} (got {args.seed})")
     model = "heuristic" if args.heuristic else os.environ.get("MODEL_NAME", DEFAULT_MODEL)
     with httpx.Client(base_url=args.url.rstrip("/"), timeout=120, headers=client_headers()) as env:
         try:

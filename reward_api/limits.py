@@ -138,8 +138,9 @@ NOT_AN_OBJECT = 'Invalid message: a JSON object with a "type" is expected'
 
 
 class WebSocketObjects:
-    """Pure ASGI middleware: a text frame the session cannot take is answered with an INVALID_JSON error and never
-    reaches it; the session goes on.
+    """Pure ASGI middleware: a frame the session cannot take is answered with an INVALID_JSON error and never
+    reaches it; the session goes on. A binary frame holding UTF-8 JSON is passed on as text (OpenEnv's handler reads
+    text frames only and ended the session on a binary one).
 
     OpenEnv's handler ends the session (its game lost) on a frame that is JSON but no object (`"hi"`, `5`, `[]`),
     and on one its json.loads cannot parse without an interpreter error: nesting past the recursion limit, an
@@ -161,13 +162,25 @@ class WebSocketObjects:
         async def objects_only():
             while True:
                 message = await receive()
-                text = message.get("text") if message["type"] == "websocket.receive" else None
-                problem = None if text is None else _refusal(text)
-                if problem is None:
+                if message["type"] != "websocket.receive":
                     return message
+                text, problem = _frame_text(message)
+                problem = problem or _refusal(text)
+                if problem is None:  # a binary frame goes on as the text it holds: the session reads text only
+                    return {"type": "websocket.receive", "text": text}
                 await send({"type": "websocket.send", "text": _ws_error(problem)})
 
         await self.app(scope, objects_only, send)
+
+
+def _frame_text(message: dict) -> tuple[str, str | None]:
+    """A frame's text (a binary frame's bytes read as UTF-8, as JSON is sent), or why it has none."""
+    if message.get("text") is not None:
+        return message["text"], None
+    try:
+        return (message.get("bytes") or b"").decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return "", f"Invalid JSON: a binary frame must hold UTF-8 text ({exc.reason} at byte {exc.start})"
 
 
 def _refusal(text: str) -> str | None:

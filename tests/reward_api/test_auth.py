@@ -163,6 +163,18 @@ def test_the_inference_script_sends_the_token_from_the_environment(protected_url
     assert all(line.endswith("error=null") for line in lines[1:-1]), lines
 
 
+def test_a_refused_reset_ends_the_episode_with_no_step_and_the_run_goes_on(protected_url, monkeypatch, capsys):
+    """Without the token every POST /reset is a 401: it raised, leaving a [START] without its [END]."""
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    assert inference_main(["--heuristic", "--url", protected_url, "--tasks", "easy,hard", "--episodes", "2"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert [line.split(" env=")[0] for line in lines[::2]] == ["[START] task=easy"] * 2 + ["[START] task=hard"] * 2
+    assert lines[1::2] == ["[END] success=false steps=0 score=0.00 rewards="] * 4
+    reasons = captured.err.splitlines()
+    assert len(reasons) == 4 and all(r.startswith("POST /reset {") and "Bearer" in r for r in reasons), reasons
+
+
 def test_the_baselines_stage_sends_the_token_to_the_server_it_starts(served_dir, monkeypatch, tmp_path):
     """local_server hands CONTEXTCORRUPTION_API_TOKEN to the server it starts, which then requires it: the stage's
     client must send it too (it did not, and the stage failed with a 401 whenever the variable was set)."""

@@ -193,6 +193,22 @@ def test_a_websocket_frame_json_loads_would_fail_on_is_refused_and_the_session_g
         assert state["episode_id"] == "3" and state["flagged_ids"] == [1] and state["done"] is False
 
 
+def test_a_binary_websocket_frame_is_read_as_its_utf8_text_and_the_session_goes_on(base_url):
+    """OpenEnv's handler reads text frames only: a binary one ended the session (SESSION_ERROR), its game lost."""
+    with connect(base_url.replace("http://", "ws://") + "/ws") as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"episode_id": 3}}).encode())
+        assert json.loads(ws.recv())["type"] == "observation"
+        ws.send(json.dumps({"type": "step", "data": FLAG}).encode())
+        assert json.loads(ws.recv())["type"] == "observation"
+        for frame in (b"\xff\xfe{}", b"5"):
+            ws.send(frame)
+            reply = json.loads(ws.recv())["data"]
+            assert reply["code"] == "INVALID_JSON" and reply["message"].startswith("Invalid"), reply
+        ws.send(b'{"type": "state"}')
+        state = json.loads(ws.recv())["data"]
+        assert state["episode_id"] == "3" and state["flagged_ids"] == [1] and state["done"] is False
+
+
 BIG = b"9" * 5000
 DEEP = b"[" * 2000 + b"]" * 2000
 SUB_RAW = b'{"episode_id": 3, "answer": "a", "flagged_ids": [], "confidence": 0.5}'

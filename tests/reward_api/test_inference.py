@@ -128,6 +128,11 @@ def test_model_path_prints_the_evaluator_lines(base_url, backend, rows, monkeypa
     assert row["question"] in bodies[0]["messages"][1]["content"]
     assert all(doc["content"] in bodies[0]["messages"][1]["content"] for doc in row["documents"])
     assert len(bodies[-1]["messages"]) == 2 * len(bodies)  # the system prompt, then a user/assistant pair per turn
+    # Each refusal reaches the model in the next turn: the reply that held no action, the action the server refused.
+    told = [b["messages"][-1]["content"] for b in bodies[1:]]
+    assert told[0].startswith("Your last reply was refused: no JSON action in the reply. Flagged: []")
+    assert told[1].startswith(f"Your last reply was refused: {steps[1][4]}. Flagged: []")
+    assert not told[2].startswith("Your last reply was refused")
 
 
 def test_model_that_never_submits_is_closed_with_an_empty_answer(base_url, monkeypatch, capsys):
@@ -141,6 +146,20 @@ def test_model_that_never_submits_is_closed_with_an_empty_answer(base_url, monke
     out = lines_of(capsys.readouterr().out)
     assert len(out) == 14 and STEP.match(out[-2]).group(4) == "true"  # the 12th read uses up the budget
     assert END.match(out[-1]).group(2) == "12"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--split", "bogus"], "argument --split: invalid choice: 'bogus'"),
+        (["--seed", "-1"], "--seed + --episodes - 1 in 0..9223372036854775807 (got -1)"),
+        (["--episodes", "0"], "--episodes must be >= 1"),
+    ],
+)
+def test_arguments_the_server_would_refuse_are_refused_before_any_request(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--heuristic", "--url", "http://127.0.0.1:9", *args])  # nothing listens there: no request is made
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
 def run_heuristic(url: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
