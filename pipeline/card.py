@@ -1,7 +1,7 @@
 """The dataset card (README.md) that makes the episodes folder a Hub dataset (the project README: Build the dataset).
 
 YAML front matter maps each split to its shards (`configs:`), so `load_dataset` reads a local folder exactly
-as it reads the Hub repo. The text is a pure function of the manifest and the shards: real examples are the
+as it reads the Hub repo, and records each split's sizes (`dataset_info:`), by which `datasets` tells builds apart. The text is a pure function of the manifest and the shards: real examples are the
 first episode showing each corruption kind, and nothing depends on the clock or the machine.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
@@ -139,7 +140,16 @@ def _scan(root: Path, manifest: Manifest) -> tuple[Counter, Counter, dict[str, d
     return tasks, sources, examples
 
 
-def front_matter(manifest: Manifest, licence: str) -> str:
+def split_bytes(root: Path, manifest: Manifest) -> dict[str, int]:
+    """Each split's uncompressed bytes, from the shards' footers."""
+    sizes = dict.fromkeys(SPLITS, 0)
+    for shard in manifest.shards:
+        meta = pq.read_metadata(Path(root) / shard.path)
+        sizes[shard.split] += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return sizes
+
+
+def front_matter(manifest: Manifest, licence: str, sizes: Mapping[str, int]) -> str:
     total = sum(info.num_rows for info in manifest.splits.values())
     meta = {
         "pretty_name": PRETTY_NAME,
@@ -149,6 +159,7 @@ def front_matter(manifest: Manifest, licence: str) -> str:
         "tags": ["rag", "robustness", "misinformation", "reinforcement-learning", "grpo", "openenv", "synthetic"],
         "size_categories": [size_category(total)],
         "configs": configs(manifest.hidden_splits),
+        "dataset_info": dataset_info(manifest, sizes),
     }
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
 
@@ -162,6 +173,28 @@ def configs(hidden: list[str]) -> list[dict]:
         for split in SPLITS
         if split in hidden
     ]
+
+
+def dataset_info(manifest: Manifest, sizes: Mapping[str, int]) -> list[dict]:
+    """The `dataset_info:` of the front matter, per config as `push_to_hub` writes it: each split's rows and
+    uncompressed bytes, and its files' bytes. `datasets` keys its cache of a local folder by these and the `configs:`
+    patterns, not by the files: without them a folder rebuilt with other params loaded as the build cached first.
+    It also checks the row counts."""
+    infos = []
+    for config in configs(manifest.hidden_splits):
+        names = [entry["split"] for entry in config["data_files"]]
+        splits = [{"name": n, "num_bytes": sizes[n], "num_examples": manifest.splits[n].num_rows} for n in names]
+        download = sum(shard.bytes for shard in manifest.shards if shard.split in names)
+        dataset = sum(split["num_bytes"] for split in splits)
+        infos.append(
+            {
+                "config_name": config["config_name"],
+                "splits": splits,
+                "download_size": download,
+                "dataset_size": dataset,
+            }
+        )
+    return infos
 
 
 def hidden_section(manifest: Manifest) -> str:
@@ -229,10 +262,15 @@ def _read_at(where: dict[str, str | None] | None) -> str:
 
 
 def render_card(
-    manifest: Manifest, tasks: Counter, sources: Counter, examples: dict[str, dict], audit: str = ""
+    manifest: Manifest,
+    tasks: Counter,
+    sources: Counter,
+    examples: dict[str, dict],
+    sizes: Mapping[str, int],
+    audit: str = "",
 ) -> str:
-    """The whole card as text; `write_card` supplies the counts and examples read from the shards, and the
-    generator's shortcut audit (a markdown section) when there is one."""
+    """The whole card as text; `write_card` supplies the counts, examples and split sizes read from the shards, and
+    the generator's shortcut audit (a markdown section) when there is one."""
     licence = max((SOURCES.get(s, ("", "", "other"))[2] for s in sources), key=LICENCE_ORDER.index, default="other")
     total = sum(info.num_rows for info in manifest.splits.values())
     split_rows = [
@@ -255,7 +293,7 @@ def render_card(
     size = sum(s.bytes for s in manifest.shards)
     visible = ", ".join(f'"{c}"' for c in EPISODE_SCHEMA.names if c not in HIDDEN_COLUMNS)
     kinds = "\n".join(_example(kind, examples[kind]) for kind in CORRUPTION_LEVELS if kind in examples)
-    return f"""{front_matter(manifest, licence)}
+    return f"""{front_matter(manifest, licence, sizes)}
 # {PRETTY_NAME}
 
 Episodes for training language models to resist misleading retrieved context. Each episode is a question
@@ -349,4 +387,5 @@ reward_version {manifest.reward_version}. Written with {versions}.
 def write_card(root: Path, manifest: Manifest, audit: str = "") -> None:
     """README.md in the dataset folder, from the manifest and the shards already written there."""
     tasks, sources, examples = _scan(Path(root), manifest)
-    write_text_atomic(Path(root) / CARD_NAME, render_card(manifest, tasks, sources, examples, audit))
+    card = render_card(manifest, tasks, sources, examples, split_bytes(root, manifest), audit)
+    write_text_atomic(Path(root) / CARD_NAME, card)

@@ -102,6 +102,32 @@ def test_load_dataset_reads_every_split(folder, tmp_path):
     assert loaded["train"]["episode_id"] == list(range(40))
 
 
+def test_a_folder_rebuilt_with_other_params_loads_as_rebuilt(tmp_path):
+    """`datasets` caches a local folder by its name and the card's patterns, not by its files: a folder rebuilt with
+    other counts loaded as the build cached first. The card's `dataset_info` (sizes, counts) keys the rebuild apart;
+    an identical rebuild still reads the cache."""
+    root, cache = tmp_path / "episodes", str(tmp_path / "cache")
+    for counts in (COUNTS, COUNTS | {"train": 36}, COUNTS | {"train": 36, "validation": 8}, COUNTS):
+        shutil.rmtree(root, ignore_errors=True)
+        write_card(root, write_folder(root, counts))
+        loaded = load_dataset(str(root), cache_dir=cache)
+        assert {split: loaded[split].num_rows for split in SPLITS} == counts
+    assert len(list((tmp_path / "cache").glob("episodes/default/0.0.0/*/"))) == 3
+
+
+def test_dataset_info_records_each_configs_sizes(folder):
+    meta = front_matter((folder / CARD_NAME).read_text())
+    manifest = Manifest.model_validate_json((folder / MANIFEST_NAME).read_text())
+    (info,) = meta["dataset_info"]
+    assert info["config_name"] == "default" and [s["name"] for s in info["splits"]] == list(SPLITS)
+    assert [s["num_examples"] for s in info["splits"]] == [COUNTS[split] for split in SPLITS]
+    assert info["download_size"] == sum(shard.bytes for shard in manifest.shards)
+    uncompressed = sum(pq.read_table(folder / shard.path).nbytes for shard in manifest.shards)
+    assert 0.5 < info["dataset_size"] / uncompressed < 2 and info["dataset_size"] == sum(
+        s["num_bytes"] for s in info["splits"]
+    )
+
+
 def test_load_dataset_streams_every_split(folder):
     streamed = load_dataset(str(folder), streaming=True)
     for split in SPLITS:
