@@ -30,7 +30,9 @@ from reward_api.submission import Answer, Closed, Confidence, DocId, EpisodeId, 
 
 ActionType = Literal[ACTION_TYPES]  # type: ignore[valid-type]
 MAX_BATCH = 8192
-MAX_ID_DIGITS = len(str(2**63 - 1))  # a longer decimal string names no episode
+# int() reads at most this many digits (the interpreter's limit, as for a JSON integer): a longer id is refused, a
+# shorter one that names no episode is a 404, as an integer id is.
+MAX_ID_DIGITS = 4300
 
 
 def _invalid(kind: str, message: str) -> PydanticCustomError:
@@ -142,8 +144,10 @@ class ResetBody(Closed):
             digits = value.strip()
             if not (digits.isascii() and digits.isdigit()):
                 raise _invalid("episode_id", f"episode_id must be a non-negative integer, got {value!r}")
-            if len(digits) > MAX_ID_DIGITS:  # int() of a long one raises an interpreter error (4,300 digits)
-                raise _invalid("episode_id", f"episode_id must be below 2**63, got a {len(digits)}-digit number")
+            if len(digits) > MAX_ID_DIGITS:
+                raise _invalid(
+                    "episode_id", f"episode_id must have at most {MAX_ID_DIGITS:,} digits, got {len(digits):,}"
+                )
             value = int(digits)
         if value is not None and value < 0:
             raise _invalid("episode_id", f"episode_id must be a non-negative integer, got {value}")
