@@ -1,8 +1,9 @@
 """The dataset card (README.md) that makes the episodes folder a Hub dataset (the project README: Build the dataset).
 
 YAML front matter maps each split to its shards (`configs:`), so `load_dataset` reads a local folder exactly
-as it reads the Hub repo, and records each split's sizes (`dataset_info:`), by which `datasets` tells builds apart. The text is a pure function of the manifest and the shards: real examples are the
-first episode showing each corruption kind, and nothing depends on the clock or the machine.
+as it reads the Hub repo, and records each split's sizes (`dataset_info:`), by which `datasets` tells builds
+apart. The text is a pure function of the manifest and the shards: real examples are the first episode showing
+each corruption kind, and nothing depends on the clock or the machine.
 """
 
 from __future__ import annotations

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from pipeline.params import EpisodesParams, FactsParams
+
+REPO = Path(__file__).resolve().parents[1]
+# Hypothesis wrote its examples and caches into the working directory (.hypothesis/, the repository), and a run
+# replayed the examples stored by earlier ones: its caches go to the temporary folder, and no example is stored.
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "contextcorruption-hypothesis")
+settings.register_profile("suite", database=None)
+settings.load_profile("suite")
 
 SEED = 1234
 SMALL_FACTS = FactsParams(
@@ -18,6 +30,16 @@ SMALL_FACTS = FactsParams(
 )
 HIDDEN_KEY = b"the suite's hidden-split key, 32+ characters"
 SMALL_EPISODES = EpisodesParams(train=1200, validation=300, test=300, workers=1, shard_rows=512, row_group_rows=64)
+
+
+def copy_tracked(root: Path) -> Path:
+    """The repository's tracked files copied under `root` (a test that runs DVC there leaves the repository alone)."""
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True)
+    for name in filter(None, tracked.stdout.split("\0")):
+        if (REPO / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    return root
 
 
 @pytest.fixture(scope="session", autouse=True)

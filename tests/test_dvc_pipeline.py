@@ -18,7 +18,7 @@ import yaml
 
 from pipeline.params import EXECUTION_KEYS, EpisodesParams
 from pipeline.schema import SPLITS
-from tests.conftest import SEED, SMALL_EPISODES, SMALL_FACTS
+from tests.conftest import SEED, SMALL_EPISODES, SMALL_FACTS, copy_tracked
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -40,12 +40,7 @@ def sh(*cmd: str, cwd: Path, timeout: float = 300, venv_on_path: bool = True) ->
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory) -> Path:
     """The repository's tracked files in a fresh git repo, with small params and publishing off."""
-    root = tmp_path_factory.mktemp("clone")
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True)
-    for name in filter(None, tracked.stdout.split("\0")):
-        if (REPO / name).is_file():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, root / name)
+    root = copy_tracked(tmp_path_factory.mktemp("clone"))
     params = yaml.safe_load((root / "params.yaml").read_text()) | {
         "seed": SEED,
         "facts": SMALL_FACTS.model_dump(mode="json"),

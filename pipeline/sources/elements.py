@@ -17,12 +17,14 @@ OTHER_SPELLINGS = {"aluminum": ["aluminium"], "cesium": ["caesium"], "sulfur": [
 
 
 def atomic_mass(mass: float) -> tuple[str, list[str]]:
-    """Three decimals at most ('1.008', '4.003', '294'); the one- and two-decimal roundings are aliases."""
+    """Three decimals at most ('1.008', '4.003', '294'); the one- and two-decimal roundings that differ from it are
+    aliases ('1.01' and '1'; '4' once)."""
 
     def fmt(places: int) -> str:
         return f"{mass:.{places}f}".rstrip("0").rstrip(".")
 
-    return fmt(3), [fmt(2), fmt(1)]
+    answer = fmt(3)
+    return answer, [alias for alias in dict.fromkeys((fmt(2), fmt(1))) if alias != answer]
 
 
 def facts() -> pl.DataFrame:

@@ -27,18 +27,17 @@ def whereabouts(plan: ShardPlan) -> tuple[int, int]:
 
 
 def fail_in_workers(stage: int, plan: ShardPlan) -> int:
-    """In a spawned worker: fail at once. In the stage process: run until the build is stopped (30 s at most)."""
+    """In a spawned worker: fail at once. In the stage process: run until the build is stopped (a build that never
+    stops it hangs until the suite's timeout)."""
     if os.getpid() != stage:
         raise ValueError(f"shard {plan.index} failed")
-    deadline = time.monotonic() + 30
     try:
-        while time.monotonic() < deadline:
+        while True:
             engines.stop_if_orphaned()
             time.sleep(0.01)
     except engines.Cancelled:
         STOPPED.append("cancelled")
         raise
-    STOPPED.append("ran to the end")
     return plan.index
 
 
@@ -50,13 +49,12 @@ def test_shards_come_back_in_plan_order_built_by_this_process_and_the_workers():
     assert pids - {os.getpid()}, "the spawned workers built some (the first shards are handed to them)"
 
 
+@pytest.mark.timeout(120)  # the stage's own shard runs until it is stopped: a missing stop hangs here
 def test_a_failed_worker_stops_the_stage_processes_own_shard_and_the_next_build_runs():
     STOPPED.clear()
-    started = time.monotonic()
     with pytest.raises(ValueError, match="failed"):
         engines.run_local(PLANS, partial(fail_in_workers, os.getpid()), no_setup, (), 2, None)
     assert STOPPED == ["cancelled"]
-    assert time.monotonic() - started < 20, "the stage's own shard did not stop when the build failed"
     # the stop is not left behind for the next build in this process
     assert len(engines.run_local(PLANS[:4], whereabouts, no_setup, (), 2, None)) == 4
 

@@ -132,6 +132,7 @@ EDITS = {
         claim_at_corrupt(7, ["41"] * 4),  # 4 corrupt documents agree: a tie with the 4 clean ones
         claim_at_corrupt(3, ["41"] * 3 + ["43"]),  # 4 against 3: still a strict plurality
         set_field(15, max_budget=11),
+        set_field(4, task="medium", corrupt_ids=[4, 8]),  # a document the episode does not have
     ],
     TRAIN1: [
         set_claim(17, first_corrupt, "zoe bronte li"),
@@ -149,13 +150,14 @@ EDITS = {
         set_item(30, "doc_corruption", first_corrupt, "number"),  # its claim (大阪) has no number
         lambda rows: row(rows, 20)["documents"][0].update(content="A document that claims nothing."),
         lambda rows: row(rows, 23)["documents"][5].update(title=""),
+        set_field(28, task="medium", corrupt_ids=[-1, 4]),
     ],
     TRAIN2: [swap_first_rows],
     VALIDATION: [set_field(41, fact_id="train:0")],
 }
 EXPECTED = {
     "eight_documents": [1, 2, 9],
-    "corrupt_ids": [6],
+    "corrupt_ids": [4, 6, 28],
     "task_matches_corrupt_count": [8],
     "doc_corruption": [10, 11, 12],
     "corrupt_claims_false": [13, 17, 22, 25, 29],

@@ -210,7 +210,14 @@ def test_baselines_serve_the_folder_themselves(dataset_dir, tmp_path):
     """Without --url the script starts `python -m reward_api` on a free loopback port and stops it."""
     out = tmp_path / "b.json"
     assert main(["--data", str(dataset_dir), "--episodes", "20", "--split", "test", "--out", str(out)]) == 0
-    assert json.loads(out.read_text())["split"] == "test"
+    report = json.loads(out.read_text())
+    assert report["split"] == "test" and report["episodes"] == 20
+    assert report["agents"]["oracle"]["all"] == report["agents"]["oracle"]["all"] | {
+        "episodes": 20,
+        "answer_accuracy": 1.0,
+        "flag_precision": 1.0,
+        "flag_recall": 1.0,
+    }
 
 
 @pytest.mark.parametrize("rename", [0, 1])

@@ -45,6 +45,18 @@ def test_prune_keeps_the_held_and_the_last_used_and_touches_nothing_else(tmp_pat
     assert sorted(prune(tmp_path, keep=0)) == sorted([served, olds[3], olds[4]])
 
 
+def wait_for_a_lock_waiter(path: Path, timeout: float = 10) -> None:
+    """Until a process blocks on a lock of `path` (/proc/locks lists a waiter as "->"), not a guessed sleep."""
+    inode = os.stat(path).st_ino
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        locks = Path("/proc/locks").read_text().splitlines()
+        if any("->" in line and line.split()[-3].endswith(f":{inode}") for line in locks):
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"nothing waited on a lock of {path} within {timeout} s")
+
+
 def test_a_folder_pruned_while_a_server_waits_for_it_is_held_afresh(tmp_path):
     """prune removes a folder under its exclusive lock; a server blocked on that lock then holds a new folder."""
     folder = old_cache(tmp_path, "ab" * 12, 1_000_000)
@@ -52,7 +64,7 @@ def test_a_folder_pruned_while_a_server_waits_for_it_is_held_afresh(tmp_path):
     fcntl.flock(pruner, fcntl.LOCK_EX)
     with ThreadPoolExecutor(1) as pool:
         waiting = pool.submit(hold, folder)
-        time.sleep(0.2)
+        wait_for_a_lock_waiter(folder / IN_USE)
         assert not waiting.done()  # blocked on the pruner's lock
         shutil.rmtree(folder)
         os.close(pruner)

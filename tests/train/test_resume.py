@@ -6,23 +6,28 @@ from __future__ import annotations
 import functools
 import json
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 import train.trainer
+from reward_api.scoring import EpisodeKey, score_submission_key
 from tests.train.test_grpo import SMALL
 from train.data import head, stream_episodes
 from train.grpo import main
+from train.rewards import completion_text, parse_completion
 
 
 @pytest.fixture
-def scored_episodes(monkeypatch) -> list[list[int]]:
-    """The episode ids of each reward call (one per step here), recorded around the real reward function."""
-    calls: list[list[int]] = []
+def scored_episodes(monkeypatch) -> list[tuple[list[int], list[str]]]:
+    """The episode ids and completion texts of each reward call (one per step here), recorded around the real
+    reward function."""
+    calls: list[tuple[list[int], list[str]]] = []
     original = train.trainer.episode_reward
 
     @functools.wraps(original)
     def recording(completions, **columns):
-        calls.append(list(columns["episode_id"]))
+        calls.append((list(columns["episode_id"]), [completion_text(c) for c in completions]))
         return original(completions, **columns)
 
     monkeypatch.setattr(train.trainer, "episode_reward", recording)
@@ -45,10 +50,23 @@ def test_a_resumed_run_continues_at_the_next_step(tmp_path, write_params, episod
     # Steps 3 and 4 only were trained again, on the episodes an uninterrupted run reads there (the stream goes on
     # where the checkpoint left it, front to back, one episode × num_generations a step); checkpoint-2 is kept.
     stream = [row["episode_id"] for row in head(stream_episodes(str(episodes_dir), "train"), 4)]
-    assert first + scored_episodes == [[i] * SMALL["num_generations"] for i in stream]
+    calls = first + scored_episodes
+    assert [ids for ids, _ in calls] == [[i] * SMALL["num_generations"] for i in stream]
     assert (out / "checkpoint-2" / "trainer_state.json").read_bytes() == checkpoint_2
     history = json.loads((out / "log_history.json").read_text())
-    assert [h["step"] for h in history if "reward" in h] == [1, 2, 3, 4]
+    steps = [h for h in history if "reward" in h]
+    assert [h["step"] for h in steps] == [1, 2, 3, 4]
+    # Each step's logged reward is its completions scored against their own rows, read here from the Parquet files.
+    rows = {r["episode_id"]: r for r in pq.read_table(sorted(episodes_dir.glob("data/train-*.parquet"))).to_pylist()}
+    for logged, (ids, texts) in zip(steps, calls, strict=True):
+        totals = []
+        for episode_id, text in zip(ids, texts, strict=True):
+            row, submission = rows[episode_id], parse_completion(text)[0]
+            key = EpisodeKey.from_row(row["answer"], row["answer_aliases"], row["corrupt_ids"], row["max_budget"])
+            totals.append(score_submission_key(submission.answer, submission.flagged_ids, submission.confidence, key))
+        assert logged["rewards/episode_reward/mean"] == pytest.approx(np.mean([t["total"] for t in totals]), abs=1e-6)
+        parts = [k for k in totals[0] if k != "total"]
+        assert logged["reward"] == pytest.approx(sum(logged[f"reward_parts/{k}"] for k in parts), abs=1e-4)
 
 
 def test_an_explicit_checkpoint_folder_is_resumed(tmp_path, write_params, episodes_dir, tiny_model):
