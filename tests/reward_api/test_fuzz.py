@@ -24,6 +24,7 @@ def fuzz_config(headers: dict[str, str]) -> schemathesis.Config:
     return schemathesis.Config.from_dict(
         {
             "seed": 20261130,
+            "cache": {"enabled": False},  # it wrote .schemathesis/ into the repository, and runs replayed its entries
             "workers": 1,
             "request-timeout": 30,
             "headers": headers,
