@@ -1,9 +1,11 @@
-"""No shortcut in the data: can one document, read alone, tell whether it is corrupt?
+"""No shortcut in the data: can one document, read alone or by its layout beside its episode's others, tell whether
+it is corrupt?
 
-Each cue (`cues`) turns a single document, or the value it asserts, into features (`features`); models learn
+Each cue (`cues`) turns a single document, the value it asserts, or its layout relative to its episode's other
+documents, into features (`features`); models learn
 "corrupt or clean" from one set of episodes and are scored by ROC AUC on another set with other facts
 (`scoring`), over all documents, per corruption kind, per answer type and per kind within a type (`frame`).
-Nothing is cross-referenced between documents, so a separation max(AUC, 1 - AUC) well above 0.5 is a tell an
+No claimed value is cross-referenced between documents, so a separation max(AUC, 1 - AUC) well above 0.5 is a tell an
 agent could learn instead of weighing sources. Anything above `AUC_LIMIT` is a defect in the generator; the
 report (`report`) names the cue, the group, its strongest features and the documents that show it.
 """

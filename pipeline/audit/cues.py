@@ -13,7 +13,15 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import KBinsDiscretizer, OneHotEncoder
 
-from pipeline.audit.features import CATEGORICAL, layout, number_pair, sentence_skeletons, skeleton, value_gap
+from pipeline.audit.features import (
+    CATEGORICAL,
+    layout,
+    number_pair,
+    relative_layout,
+    sentence_skeletons,
+    skeleton,
+    value_gap,
+)
 
 
 @dataclass(frozen=True)
@@ -127,5 +135,13 @@ CUES = (
         "every length, position, template, source and claim-shape feature at once, with interactions (boosted trees)",
         layout,
         _boosted,
+    ),
+    Cue(
+        "layout_relative",
+        "the layout beside the episode's other documents, values left out: lengths, sentence and corroboration "
+        "counts and the cited year as z-scores within the episode, and how many of the other seven share its claim "
+        "template, title template, source and authority (boosted trees)",
+        relative_layout,
+        lambda: make_pipeline(HistGradientBoostingClassifier(early_stopping=True, random_state=0)),
     ),
 )

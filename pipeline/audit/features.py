@@ -89,6 +89,33 @@ def layout(d: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+_RELATIVE = ("content_chars", "title_chars", "sentences", "corroborations", "cited")
+_SHARED = ("frame", "title", "source", "body")
+
+
+def relative_layout(d: pl.DataFrame) -> pl.DataFrame:
+    """Per document: its layout beside its episode's other documents, the values left out (a claim that differs
+    from the others' is the skill trained, not a tell): each length and count and the cited year as a z-score within
+    the episode (0 where the episode's are all equal), and how many of the other seven share its claim template,
+    title template, source and authority. `d` holds whole episodes."""
+    own = layout(d).select(*_RELATIVE[:-1], "frame", "source", "body")
+    own = own.with_columns(
+        cited=d["content"].str.extract(_CITED_YEAR).cast(pl.Float64, strict=False),
+        title=pl.Series([skeleton(t) for t in d["title"]]),
+        episode=d["episode_id"],
+    )
+
+    def z(name: str) -> pl.Expr:
+        value = pl.col(name).cast(pl.Float64)
+        centre, sd = value.mean().over("episode"), value.std().over("episode")
+        return pl.when(value.is_null()).then(None).when(sd > 0).then((value - centre) / sd).otherwise(0.0)
+
+    return own.select(
+        *(z(name).alias(f"{name}_z") for name in _RELATIVE),
+        *((pl.len().over("episode", name) - 1).alias(f"{name}_shared") for name in _SHARED),
+    )
+
+
 def _pair(d: pl.DataFrame) -> pl.DataFrame:
     """Per document: the asserted number (`claim`) and the other number it names (`named`: the one it denies,
     citation years aside) as written and as numbers, and its cited year; null where one is missing."""

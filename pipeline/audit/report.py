@@ -35,9 +35,11 @@ def card_section(report: AuditReport) -> str:
     )
     return (
         "## Shortcut audit\n\n"
-        "Can one document, read alone, be told corrupt or clean? `benchmarks/audit.py` asks the generator, on a build "
+        "Can one document, read alone, be told corrupt or clean, or by its layout beside its episode's other "
+        "documents, leaving out the values they claim (telling a claim that differs from the others' is the skill "
+        "to learn)? `benchmarks/audit.py` asks the generator, on a build "
         "at the default params (every build's documents come from the same templates and draws). Each cue below is "
-        "learned (logistic regression, or boosted trees for the number pair and the combined layout) on "
+        "learned (logistic regression, or boosted trees for the number pair and the combined and relative layouts) on "
         f"{report.train_documents:,} train-split documents and scored by "
         f"ROC AUC on {report.eval_documents:,} validation-split documents (other facts): one model over all of them "
         "(also scored within each answer type), and one per corruption kind, learned and scored on that kind's "

@@ -117,6 +117,29 @@ def test_a_tell_of_one_kind_hidden_overall_is_found_by_that_kinds_model(episodes
     assert "differ" in " ".join(bag.corrupt_features["coherent"][:2])
 
 
+def _retitled(table: pa.Table) -> pa.Table:
+    """Titles "Report A" and "Report B": the clean documents of an even episode are A and its corrupt ones B, the
+    other way round in an odd one. Read alone a title says nothing; beside the episode's titles it gives the
+    corrupt documents away."""
+    rows = pl.from_arrow(table).with_row_index("row")
+    docs = (
+        rows.select("row", "documents", "doc_corruption").explode(["documents", "doc_corruption"]).unnest("documents")
+    )
+    odd = (pl.col("row") % 2 == 1) != (pl.col("doc_corruption") != "none")
+    docs = docs.with_columns(title=pl.when(odd).then(pl.lit("Report A")).otherwise(pl.lit("Report B")))
+    nested = docs.group_by("row", maintain_order=True).agg(documents=pl.struct("doc_id", "title", "content"))
+    return rows.drop("documents").join(nested, on="row").drop("row").select(table.column_names).to_arrow()
+
+
+def test_a_tell_only_the_episodes_other_documents_reveal_is_found_by_the_relative_cue(episodes):
+    train, evaluation = (_retitled(t.slice(0, 600)) for t in episodes)
+    cues = tuple(cue for cue in CUES if cue.name in ("title_template", "layout_relative"))
+    report = audit(train, evaluation, cues)
+    title, relative = report.cues
+    assert separation(title.auc) < AUC_LIMIT and relative.auc > 0.8, markdown(report)
+    assert ("layout_relative", "all") in {(name, group) for name, group, _ in report.defects()}
+
+
 def test_a_planted_claim_tell_is_found_by_the_claim_cues(episodes):
     def rounded(table: pa.Table) -> pa.Table:
         claims = (
