@@ -27,6 +27,7 @@ from reward_api.auth import BearerAuth, document_security
 from reward_api.env import ENV_NAME, Backend, ContextCorruptionEnv
 from reward_api.errors import body_errors, document_errors, install_error_handlers
 from reward_api.game import MoveError, play
+from reward_api.head import HeadAsGet
 from reward_api.keys import GroundTruthMissing
 from reward_api.limits import BodySizeLimit, JsonBodies, WebSocketObjects
 from reward_api.models import (
@@ -296,6 +297,7 @@ def build_app(backend: Backend, api_token: str | None = None, session_timeout: f
     app.add_middleware(JsonBodies)  # inside BodySizeLimit, which hands it each body whole
     app.add_middleware(BodySizeLimit)
     app.add_middleware(WebSocketObjects)
+    app.add_middleware(HeadAsGet)
     patches = [_batch_components, document_errors]
     if api_token:
         app.add_middleware(BearerAuth, token=api_token)

@@ -301,3 +301,15 @@ def test_a_shard_damaged_after_start_up_is_a_503_naming_it(served_dir, tmp_path)
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def test_head_answers_as_get_without_a_body(http):
+    """Monitors probe with HEAD: it was a 405 on every route."""
+    for path in ("/health", "/episodes/3", "/tasks"):
+        got, head = http.get(path), http.head(path)
+        assert head.status_code == got.status_code == 200 and head.content == b"", path
+        assert head.headers["content-type"] == got.headers["content-type"]
+        assert head.headers["content-length"] == got.headers["content-length"] == str(len(got.content))
+    assert http.head("/episodes/999999").status_code == 404
+    refused = http.head("/score")
+    assert refused.status_code == 405 and refused.headers["allow"] == "POST"
