@@ -38,6 +38,8 @@ from reward_api.heuristics import read
 from reward_api.scoring import reward_rules
 
 MAX_SEED = 2**63 - 1  # what POST /reset accepts
+_OBJECT_START = re.compile(r'\{[ \t\n\r]*"')  # where a JSON object with a key can start
+_DECODER = json.JSONDecoder()
 
 DEFAULT_API_BASE_URL = "https://router.huggingface.co/v1"
 DEFAULT_MODEL = "Qwen/Qwen2.5-72B-Instruct"
@@ -76,17 +78,19 @@ def describe(observation: dict) -> str:
 
 
 def parse_action(reply: str) -> dict:
-    """The first JSON object in a reply; ValueError saying what is wrong otherwise."""
-    match = re.search(r"\{.*?\}", reply, re.S)
-    if match is None:
-        raise ValueError("no JSON action in the reply")
-    try:
-        action = json.loads(match.group())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"unreadable JSON action: {exc.msg}") from exc
-    if not isinstance(action, dict) or "action_type" not in action:
-        raise ValueError("the JSON action has no action_type")
-    return action
+    """The first JSON object in a reply that names an action_type; ValueError saying what is wrong otherwise (about
+    the first object when none names one). Braces in prose ("{doc 3}") are passed over."""
+    problem = None
+    for start in _OBJECT_START.finditer(reply):
+        try:
+            action, _ = _DECODER.raw_decode(reply, start.start())
+        except json.JSONDecodeError as exc:
+            problem = problem or f"unreadable JSON action: {exc.msg}"
+            continue
+        if isinstance(action, dict) and "action_type" in action:
+            return action
+        problem = problem or "the JSON action has no action_type"
+    raise ValueError(problem or "no JSON action in the reply")
 
 
 def show(action: dict) -> str:

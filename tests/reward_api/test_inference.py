@@ -85,7 +85,17 @@ def test_parse_action_explains_bad_replies():
         "action_type": "read_doc",
         "doc_id": 2,
     }
-    for reply, message in [("no idea", "no JSON"), ("{'a': 1}", "unreadable"), ('{"doc_id": 1}', "action_type")]:
+    # Braces in prose before the action, and an object without an action_type, are passed over.
+    assert parse_action('I would flag {doc 3}. {"note": 1} {"action_type": "flag_suspicious", "doc_id": 3}') == {
+        "action_type": "flag_suspicious",
+        "doc_id": 3,
+    }
+    for reply, message in [
+        ("no idea", "no JSON"),
+        ("{'a': 1}", "no JSON"),
+        ('{"a": 1,}', "unreadable"),
+        ('{"doc_id": 1}', "action_type"),
+    ]:
         with pytest.raises(ValueError, match=message):
             parse_action(reply)
 
