@@ -19,6 +19,7 @@ from openenv.core.env_server.types import EnvironmentMetadata
 from pipeline.randomness import integers
 from reward_api.game import EpisodeOver, GameState, MoveError, Outcome, apply
 from reward_api.models import (
+    MAX_SEED,
     ContextCorruptionAction,
     ContextCorruptionObservation,
     ContextCorruptionState,
@@ -68,7 +69,7 @@ class ContextCorruptionEnv(Environment[ContextCorruptionAction, ContextCorruptio
             _check_chosen(store, chosen, {name: getattr(body, name) for name in body.model_fields_set & CHOOSERS})
         else:
             chosen = seeded_episode(
-                store, secrets.randbelow(2**63) if body.seed is None else body.seed, body.split, body.task
+                store, secrets.randbelow(MAX_SEED + 1) if body.seed is None else body.seed, body.split, body.task
             )
         self._game = GameState(chosen)
         return self._observe(Outcome(self._game, None, "new episode: read the documents, flag corrupt ones, submit"))

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections.abc import Callable
 
@@ -35,10 +34,10 @@ import httpx
 from pipeline.schema import SPLITS
 from reward_api.auth import client_headers
 from reward_api.heuristics import read
+from reward_api.models import MAX_SEED
 from reward_api.scoring import reward_rules
+from reward_api.submission import JSON_OBJECT_START
 
-MAX_SEED = 2**63 - 1  # what POST /reset accepts
-_OBJECT_START = re.compile(r'\{[ \t\n\r]*"')  # where a JSON object with a key can start
 _DECODER = json.JSONDecoder()
 
 DEFAULT_API_BASE_URL = "https://router.huggingface.co/v1"
@@ -81,7 +80,7 @@ def parse_action(reply: str) -> dict:
     """The first JSON object in a reply that names an action_type; ValueError saying what is wrong otherwise (about
     the first object when none names one). Braces in prose ("{doc 3}") are passed over."""
     problem = None
-    for start in _OBJECT_START.finditer(reply):
+    for start in JSON_OBJECT_START.finditer(reply):
         try:
             action, _ = _DECODER.raw_decode(reply, start.start())
         except json.JSONDecodeError as exc:

@@ -30,6 +30,7 @@ from reward_api.submission import Answer, Closed, Confidence, DocId, EpisodeId, 
 
 ActionType = Literal[ACTION_TYPES]  # type: ignore[valid-type]
 MAX_BATCH = 8192
+MAX_SEED = 2**63 - 1  # a seeded reset's seed: a non-negative int64
 # int() reads at most this many digits (the interpreter's limit, as for a JSON integer): a longer id is refused, a
 # shorter one that names no episode is a 404, as an integer id is.
 MAX_ID_DIGITS = 4300
@@ -133,7 +134,7 @@ class ResetBody(Closed):
     episode_id: StrictInt | str | None = Field(
         default=None, description="Episode id, as an integer or a decimal string"
     )
-    seed: StrictInt | None = Field(default=None, ge=0, le=2**63 - 1, description="Picks an episode of `split` by hash")
+    seed: StrictInt | None = Field(default=None, ge=0, le=MAX_SEED, description="Picks an episode of `split` by hash")
     split: Literal[SPLITS] = Field(default="train", description="Split for seeded resets")  # type: ignore[valid-type]
     task: Literal[TASKS] | None = Field(default=None, description="Restrict seeded resets to one tier")  # type: ignore[valid-type]
 

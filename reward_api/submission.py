@@ -6,6 +6,7 @@ without importing openenv (about 4 s of imports in every training process).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +23,9 @@ Confidence = Annotated[
     float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False, description="Confidence in the answer")
 ]
 Answer = Annotated[str, Field(max_length=MAX_ANSWER_CHARS, description="The final answer")]
+# Where a model's reply can open a JSON object with a key (JSON's whitespace only): training reads its submissions
+# and the inference client its actions from there, so braces in prose ("{doc 3}", "{}") are passed over.
+JSON_OBJECT_START = re.compile(r'\{[ \t\n\r]*"')
 
 
 class Closed(BaseModel):

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from reward_api.scoring import Breakdown, EpisodeKey, score_submission_key
-from reward_api.submission import SubmissionIn
+from reward_api.submission import JSON_OBJECT_START, SubmissionIn
 
 # Longer completions are not searched: scanning them costs more than they could be worth.
 MAX_COMPLETION_CHARS = 32_768
@@ -31,7 +31,6 @@ MAX_JSON_CANDIDATES = 64
 _ROW_ID = 0
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _DECODER = json.JSONDecoder()
-_OBJECT_START = re.compile(r'\{[ \t\n\r]*"')  # JSON's whitespace only
 
 
 @dataclass(frozen=True)
@@ -57,17 +56,17 @@ def strip_thinking(text: str) -> str:
 def _json_objects(text: str) -> Iterable[dict]:
     """Every top-level JSON object with a key in the text, in order (nested ones are skipped with their parent); a
     brace that opens no key ("{a}", "{}", a set in prose) is not a candidate, so it never uses up the limit."""
-    start, tried = _OBJECT_START.search(text), 0
+    start, tried = JSON_OBJECT_START.search(text), 0
     while start and tried < MAX_JSON_CANDIDATES:
         tried += 1
         try:
             value, end = _DECODER.raw_decode(text, start.start())
         except (ValueError, RecursionError):
-            start = _OBJECT_START.search(text, start.start() + 1)
+            start = JSON_OBJECT_START.search(text, start.start() + 1)
             continue
         if isinstance(value, dict):
             yield value
-        start = _OBJECT_START.search(text, end)
+        start = JSON_OBJECT_START.search(text, end)
 
 
 def _accepted(obj: dict) -> Submission | None:
