@@ -561,7 +561,7 @@ def main(
     started = time.perf_counter()
     try:
         data = read_params(params_file)
-        params = check_pipeline(data, params_file, needs="episodes")["episodes"]
+        params = check_pipeline(data, params_file)["episodes"]
         seed_ = seed(data, params_file)
         answers_dir = _beside(out_dir, "answers") if answers_dir is None else answers_dir
         key = hiddenkey.read_key() if params.hidden_test else None

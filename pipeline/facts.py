@@ -154,9 +154,9 @@ def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
     try:
         output_folder(out_dir)
         data = read_params(params_path)
-        sections = check_pipeline(data, params_path, needs="facts")
+        sections = check_pipeline(data, params_path)
         build_seed = seed(data, params_path)
-        hidden = "episodes" in sections and sections["episodes"].hidden_test
+        hidden = sections["episodes"].hidden_test
         table = build_facts(sections["facts"], build_seed, hidden_key=hiddenkey.read_key() if hidden else None)
     except (ParamsError, hiddenkey.HiddenKeyError, hub.HubSourceError, OutputError) as err:
         raise SystemExit(f"facts: {err}") from None

@@ -261,15 +261,13 @@ def read_params(path: Path = DEFAULT_PARAMS) -> dict:
     return data
 
 
-def check_pipeline(data: dict, path: Path = DEFAULT_PARAMS, needs: str | None = None) -> dict[str, BaseModel]:
-    """The seed and every pipeline section present (and `needs`, the calling stage's own), validated and returned by
-    name: each stage refuses a later stage's bad key before its own work (a bad hub.repo_id found by the publish
-    stage would come after the whole build)."""
+def check_pipeline(data: dict, path: Path = DEFAULT_PARAMS) -> dict[str, BaseModel]:
+    """The seed and every pipeline section, validated and returned by name: each stage refuses a later stage's bad or
+    missing key before its own work (a bad hub.repo_id found by the publish stage, or DVC's "Parameters 'hub' are
+    missing" there, would come after the whole build)."""
     seed(data, path)
     sections = {"facts": FactsParams, "episodes": EpisodesParams, "hub": HubParams}
-    return {
-        name: section(data, name, model, path) for name, model in sections.items() if name in data or name == needs
-    }
+    return {name: section(data, name, model, path) for name, model in sections.items()}
 
 
 def _read_text(path: Path) -> str:

@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         output_file(args.receipt).unlink(missing_ok=True)  # a stale receipt must never vouch for this run
-        hub = check_pipeline(read_params(args.params), args.params, needs="hub")["hub"]
+        hub = check_pipeline(read_params(args.params), args.params)["hub"]
         token = get_token()
         reason = skip_reason(hub, token)
         if reason:

@@ -9,10 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
+from pydantic import BaseModel
 
-from pipeline.params import EpisodesParams, FactsParams
+from pipeline.params import EpisodesParams, FactsParams, HubParams
 
 REPO = Path(__file__).resolve().parents[1]
 # Hypothesis wrote its examples and caches into the working directory (.hypothesis/, the repository), and a run
@@ -30,6 +32,17 @@ SMALL_FACTS = FactsParams(
 )
 HIDDEN_KEY = b"the suite's hidden-split key, 32+ characters"
 SMALL_EPISODES = EpisodesParams(train=1200, validation=300, test=300, workers=1, shard_rows=512, row_group_rows=64)
+SMALL_HUB = HubParams(repo_id="", revision_tag="v1", private=False)
+
+
+def write_params(folder: Path, seed: int = SEED, **sections: BaseModel | dict) -> Path:
+    """`folder`/params.yaml with every pipeline section (each stage checks them all): those given, as models or
+    mappings, and the suite's small ones for the rest."""
+    chosen = {"facts": SMALL_FACTS, "episodes": SMALL_EPISODES, "hub": SMALL_HUB} | sections
+    dumped = {name: s.model_dump(mode="json") if isinstance(s, BaseModel) else s for name, s in chosen.items()}
+    path = folder / "params.yaml"
+    path.write_text(yaml.safe_dump({"seed": seed, **dumped}))
+    return path
 
 
 def copy_tracked(root: Path) -> Path:

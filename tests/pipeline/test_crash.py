@@ -18,11 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pipeline import facts, validate
 from pipeline.episodes import FACTS_FILE
-from tests.conftest import SEED, SMALL_EPISODES, SMALL_FACTS
+from tests.conftest import SMALL_EPISODES, write_params
 
 ROOT = Path(__file__).resolve().parents[2]
 # Prepended to the stage's code: the k-th os.replace (argv[1]) kills the process instead of renaming.
@@ -61,8 +60,7 @@ def staged(folder: Path) -> list[str]:
 
 @pytest.mark.parametrize("rename", [0, 1])
 def test_facts_stage_killed_before_its_outputs_are_in_place_reruns_identically(facts_dir, tmp_path, rename):
-    params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump({"seed": SEED, "facts": SMALL_FACTS.model_dump(mode="json")}))
+    params = write_params(tmp_path)
     out = tmp_path / "data" / "facts"
     code = "from pathlib import Path\nfrom pipeline.facts import main\nmain(Path('params.yaml'), Path('data/facts'))"
     run_killed(code, rename, tmp_path)
@@ -126,7 +124,7 @@ def listing(folder: Path) -> dict[str, tuple[int, int]]:
 
 def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(facts_dir, tmp_path):
     episodes = SMALL_EPISODES.model_copy(update={"train": 20_000, "workers": 2})  # 40 train shards of 512
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": episodes.model_dump()}))
+    write_params(tmp_path, episodes=episodes)
     shutil.copytree(facts_dir, tmp_path / "data" / "facts")
     partial = tmp_path / "data" / ".episodes.partial"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -161,7 +159,7 @@ def test_ctrl_c_stops_an_episodes_stage_with_idle_workers_and_leaves_nothing(fac
     the pool's shutdown forever (it needed a SIGKILL). Only the stage process takes it now."""
     # 4 shards over the stage process and 6 workers: those given the small held-out shards are soon idle
     episodes = SMALL_EPISODES.model_copy(update={"train": 240_000, "shard_rows": 131_072, "workers": 7})
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": episodes.model_dump()}))
+    write_params(tmp_path, episodes=episodes)
     shutil.copytree(facts_dir, tmp_path / "data" / "facts")
     partial = tmp_path / "data" / ".episodes.partial"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -85,6 +85,17 @@ def test_a_later_stages_bad_param_fails_a_stage_before_its_work(tmp_path, stage)
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize("stage", ["facts", "episodes"])
+def test_a_missing_later_section_fails_a_stage_before_its_work(tmp_path, stage):
+    """DVC refuses a missing section only at the stage that reads it: `hub` at publish, after the whole build."""
+    params = project(tmp_path) / "params.yaml"
+    params.write_text(yaml.safe_dump({k: v for k, v in yaml.safe_load(params.read_text()).items() if k != "hub"}))
+    result = run_stage(stage, tmp_path)
+
+    assert_one_line_failure(result, stage, "params.yaml: missing section 'hub'")
+    assert not (tmp_path / "data").exists()
+
+
 @pytest.mark.parametrize(
     ("episodes", "files", "needles"),
     [

@@ -8,7 +8,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from pipeline import corruption, episodes
 from pipeline.episodes import FactsError, build_episodes, generate_episodes, main, prepare, read_facts
@@ -16,6 +15,7 @@ from pipeline.params import EpisodesParams
 from pipeline.pools import build_pools, stored_pools
 from pipeline.schema import CORRUPTION_LEVELS, EPISODE_SCHEMA, FICTIONAL_SOURCES, NUM_DOCS, SPLITS, TASKS
 from reward_api.scoring import normalize
+from tests.conftest import write_params
 
 SEED = 1234
 TINY = EpisodesParams(train=300, validation=60, test=60, workers=1, shard_rows=128, row_group_rows=32)
@@ -148,8 +148,7 @@ def test_stored_episodes_regenerate_from_code(dataset_dir, facts_dir):
 
 
 def test_main_builds_from_params_and_summarises(facts_dir, tmp_path, caplog):
-    params = {"seed": 3, "episodes": TINY.model_dump() | {"train": 200}}
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    write_params(tmp_path, 3, episodes=TINY.model_dump() | {"train": 200})
     with caplog.at_level(logging.INFO):
         main(tmp_path / "params.yaml", facts_dir, tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
@@ -160,7 +159,7 @@ def test_main_builds_from_params_and_summarises(facts_dir, tmp_path, caplog):
 
 
 def test_main_refuses_bad_params_before_any_work(facts_dir, tmp_path):
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": 3, "episodes": TINY.model_dump() | {"test": 0}}))
+    write_params(tmp_path, 3, episodes=TINY.model_dump() | {"test": 0})
     with pytest.raises(SystemExit, match="episodes.test"):
         main(tmp_path / "params.yaml", facts_dir, tmp_path / "out")
     with pytest.raises(FactsError, match="facts stage"):
@@ -203,7 +202,7 @@ def test_a_facts_file_that_is_a_folder_is_refused_in_one_line(tmp_path):
 
 def test_a_build_that_cannot_write_ends_in_one_line_and_leaves_nothing(facts_dir, tmp_path, monkeypatch):
     """A disk that fills up mid-build (here: the first shard's write) was a traceback; the staging folder goes."""
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": 3, "episodes": TINY.model_dump()}))
+    write_params(tmp_path, 3, episodes=TINY)
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")

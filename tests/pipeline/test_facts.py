@@ -6,13 +6,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from pipeline.facts import assign_splits, build_facts, deduplicate, main, write_facts
 from pipeline.params import FactsParams, ParamsError
 from pipeline.pools import build_pools, stored_pools
 from pipeline.schema import ANSWER_TYPES, FACT_SCHEMA, SPLITS
 from pipeline.sources.common import FactRows
+from tests.conftest import write_params
 
 SEED = 99
 WEIGHTS = {"train": 0.7, "validation": 0.2, "test": 0.1}
@@ -124,10 +124,7 @@ def test_a_failed_write_keeps_the_previous_output(tmp_path, table):
 
 
 def _params_file(tmp_path: Path, **facts) -> Path:
-    data = {"seed": SEED, "facts": {**SMALL_FACTS.model_dump(), **facts}}
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_params(tmp_path, SEED, facts=SMALL_FACTS.model_dump() | facts)
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ from pipeline.schema import (
 from pipeline.validate import validate
 from pipeline.writer import write_manifest
 from reward_api.store import EpisodeStore, StoreError
-from tests.conftest import SEED, SMALL_EPISODES
+from tests.conftest import SEED, SMALL_EPISODES, write_params
 from tests.hiddenbuild import HIDDEN, HIDDEN_KEY, build_hidden
 from tests.hubstandin import HubError, hub_standin
 from train.data import stream_episodes
@@ -151,7 +151,7 @@ def test_facts_not_built_with_the_builds_key_are_refused(facts_dir, hidden_facts
 
 
 def test_the_stage_without_a_key_stops_in_one_line_before_any_work(hidden_facts_dir, tmp_path):
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": HIDDEN.model_dump()}))
+    write_params(tmp_path, episodes=HIDDEN)
     env = {k: v for k, v in os.environ.items() if k != hiddenkey.KEY_ENV} | {"PYTHONPATH": str(REPO_ROOT)}
     code = (
         "from pathlib import Path; from pipeline.episodes import main; "
@@ -272,8 +272,7 @@ def test_validate_reports_a_truncated_hidden_split_file_instead_of_crashing(hidd
 
 
 def test_stage_writes_the_answers_beside_the_episodes_and_validate_reads_them(hidden_facts_dir, tmp_path, monkeypatch):
-    params = {"seed": SEED, "episodes": HIDDEN.model_dump()}
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    write_params(tmp_path, episodes=HIDDEN)
     monkeypatch.setenv(hiddenkey.KEY_ENV, HIDDEN_KEY.decode())
     main(tmp_path / "params.yaml", hidden_facts_dir, tmp_path / "data" / "episodes")
     assert (tmp_path / "data" / "answers" / MANIFEST_NAME).is_file()
@@ -311,7 +310,7 @@ def test_a_build_killed_between_its_two_folders_is_refused_then_reruns_identical
     previous = {"answers_dir": answers, "hidden_key": HIDDEN_KEY}
     build_episodes(hidden_facts_dir, episodes, HIDDEN, SEED + 1, **previous)  # the previous build
     (data / "facts").symlink_to(hidden_facts_dir, target_is_directory=True)
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": HIDDEN.model_dump()}))
+    write_params(tmp_path, episodes=HIDDEN)
     monkeypatch.setenv(hiddenkey.KEY_ENV, HIDDEN_KEY.decode())
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     command = [sys.executable, "-c", KILL_BETWEEN_FOLDERS]

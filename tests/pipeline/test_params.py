@@ -118,10 +118,12 @@ def test_an_unknown_top_level_key_is_refused(tmp_path):
     )
 
 
-def test_check_pipeline_validates_every_pipeline_section_present(tmp_path):
+def test_check_pipeline_validates_every_pipeline_section(tmp_path):
     data = read_params(ROOT / "params.yaml")
     check_pipeline(data)
-    check_pipeline({"seed": 1})  # a section a file leaves out is its stage's to ask for
+    for name in ("facts", "episodes", "hub"):  # the first stage refuses what DVC would refuse at the last
+        with pytest.raises(ParamsError, match=f"missing section '{name}'"):
+            check_pipeline({key: value for key, value in data.items() if key != name})
     with pytest.raises(ParamsError, match=r"hub\.repo_id: "):
         check_pipeline(data | {"hub": data["hub"] | {"repo_id": "not a repo id!"}})
     with pytest.raises(ParamsError, match=r"hub\.privte: Extra inputs are not permitted"):

@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from huggingface_hub import HfApi, snapshot_download
 
 from pipeline.episodes import build_episodes
 from pipeline.publish import METRICS
 from pipeline.validate import main as validate_main
-from tests.conftest import SEED, SMALL_EPISODES
+from tests.conftest import SEED, SMALL_EPISODES, write_params
 from tests.hubstandin import HubError, hub_standin
 
 TOKEN = "hf_standin_token"
@@ -53,7 +52,7 @@ def published(tmp_path_factory, dataset_dir):
 
 def write_hub_params(project: Path, repo_id: str, revision_tag: str = "v1", private: bool = True) -> None:
     hub = {"repo_id": repo_id, "revision_tag": revision_tag, "private": private}
-    (project / "params.yaml").write_text(yaml.safe_dump({"seed": 1, "hub": hub}))
+    write_params(project, 1, hub=hub)
 
 
 def run_publish(

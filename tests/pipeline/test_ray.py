@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 import ray
-import yaml
 
 from pipeline.episodes import AUDIT_SECTION, build_episodes
 from pipeline.params import EpisodesParams, ParamsError, section
 from pipeline.writer import ShardPlan
+from tests.conftest import write_params
 
 SEED = 1234
 LOCAL = EpisodesParams(train=300, validation=60, test=60, workers=1, shard_rows=128, row_group_rows=32)
@@ -151,7 +151,7 @@ def _live_processes_naming(text: str) -> list[int]:
 
 
 def test_cli_with_engine_ray_starts_and_stops_its_own_cluster(facts_dir, local_build, tmp_path):
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": SEED, "episodes": RAY.model_dump(mode="json")}))
+    write_params(tmp_path, SEED, episodes=RAY)
     shutil.copytree(facts_dir, tmp_path / "data" / "facts")
     # Ray's own temp folder, short (its socket paths must fit 107 bytes): a session named by the CLI's pid there
     # is a cluster the CLI started, not the module's
