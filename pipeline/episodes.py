@@ -15,8 +15,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import partial
@@ -65,7 +64,7 @@ from pipeline.writer import (
     OutputError,
     ShardPlan,
     shard_info,
-    staging,
+    staging_all,
     write_hidden_shard,
     write_manifest,
     write_shard,
@@ -435,7 +434,7 @@ def build_episodes(
     for any `params.workers` and `params.engine`: shards are pure functions of (seed, ids). With
     `answers_dir` and `hidden_key` (required when `params.hidden_test`), the hidden splits draw from secret ids
     (`pipeline.hiddenkey`) and their ground truth goes to answers_dir, with its own manifest.json (replaced
-    atomically too, just before out_dir, whose manifest binds it by checksum).
+    atomically, together with out_dir, whose manifest binds it by checksum).
     The facts are read here first, so a missing or corrupt table fails (FactsError) before any work; the workers
     read the same file, bound to these bytes by its sha256.
     """
@@ -452,7 +451,9 @@ def build_episodes(
     split_keys = {split: hiddenkey.draw_key(hidden_key, seed, split) for split in hidden}
     plans = params.shard_plans()
     digest = params_hash(seed, params.content(), facts_hash)
-    with staging(Path(out_dir)) as root, _answers_staging(answers_dir) as answers:
+    outputs = [(Path(out_dir), Manifest)] + ([] if answers_dir is None else [(Path(answers_dir), AnswersManifest)])
+    with staging_all(outputs) as (root, *rest):
+        answers = rest[0] if rest else None
         args = {"root": root, "row_group_rows": params.row_group_rows}
         write = (
             partial(_write_hiding, **args, hidden=tuple(hidden), answers=answers)
@@ -523,16 +524,6 @@ def _answers_manifest(
     shards = [shard_info(answers, plan, row_group_rows) for plan in plans if plan.split in hidden]
     write_manifest(answers, AnswersManifest(params_hash=digest, row_group_rows=row_group_rows, shards=shards))
     return file_sha256(answers / MANIFEST_NAME) if hidden else None
-
-
-@contextmanager
-def _answers_staging(answers_dir: Path | None) -> Iterator[Path | None]:
-    """The staged answers folder, or None when the build writes none."""
-    if answers_dir is None:
-        yield None
-        return
-    with staging(Path(answers_dir), AnswersManifest) as root:
-        yield root
 
 
 def _beside(out_dir: Path, name: str) -> Path:

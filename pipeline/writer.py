@@ -13,8 +13,8 @@ import fcntl
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -265,18 +265,55 @@ def _writable(path: Path, folder: Path) -> None:
         raise OutputError(f"{path}: {folder} is not writable (a read-only file system, or no permission)")
 
 
-@contextmanager
-def staging(out_dir: Path, kind: type[Manifest | AnswersManifest] = Manifest) -> Iterator[Path]:
-    """Yield a hidden folder beside out_dir; on success it replaces out_dir, on error it is removed.
+Kind = type[Manifest | AnswersManifest]
 
-    A stale staging folder (a killed build) is removed first. The old output is renamed aside before the
-    new one is renamed in, so at every instant out_dir is either absent, the old build, or the new build; if the
-    last rename fails, the old build goes back. A symlinked out_dir stays a link: its target is replaced. The checks
-    (OutputError) come before anything is written: out_dir is no file, nor the working folder or one above it, and
-    a folder with files in it is a previous build (its manifest.json is a `kind` manifest): `--out data` would have
-    replaced data/ whole, the facts with it, and `--answers data/episodes` the published dataset.
+
+@contextmanager
+def staging(out_dir: Path, kind: Kind = Manifest) -> Iterator[Path]:
+    """Yield a hidden folder beside out_dir; on success it replaces out_dir, on error it is removed (`staging_all`)."""
+    with staging_all([(out_dir, kind)]) as (root,):
+        yield root
+
+
+@contextmanager
+def staging_all(outputs: Sequence[tuple[Path, Kind]]) -> Iterator[list[Path]]:
+    """Yield a hidden folder beside each output folder; on success they replace the outputs together, on error they
+    are removed.
+
+    Together: the dataset's manifest binds its answers folder by checksum, and answers committed (and the old ones
+    deleted) before the dataset's rename failed had left the old dataset beside the new build's answers. Every old
+    output is renamed aside before any new one is renamed in, and the old ones are deleted only once all are in: at
+    every instant each output is absent, the old build or the new one; a failed rename puts every old build back,
+    and a build killed among the renames leaves old folders that the next one puts back before it starts. A
+    symlinked output stays a link: its target is replaced. The checks (OutputError) come before anything is written:
+    an output is no file, nor the working folder or one above it, and a folder with files in it is a previous build
+    (its manifest.json is a `kind` manifest): `--out data` would have replaced data/ whole, the facts with it, and
+    `--answers data/episodes` the published dataset.
     """
-    target = output_folder(Path(out_dir).resolve())
+    targets = [_replaceable(Path(out_dir), kind) for out_dir, kind in outputs]
+    olds = [target.with_name(f".{target.name}.old") for target in targets]
+    partials = [target.with_name(f".{target.name}.partial") for target in targets]
+    with ExitStack() as locks:
+        for (out_dir, _), target in zip(outputs, targets, strict=True):
+            locks.enter_context(_only_build(out_dir, target))
+        _recover(targets, olds)
+        for partial in partials:
+            _remove(partial)
+            partial.mkdir(parents=True)
+        try:
+            yield partials
+            _swap(targets, olds, partials)
+        except BaseException:
+            for partial in partials:
+                shutil.rmtree(partial, ignore_errors=True)
+            raise
+        for old in olds:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _replaceable(out_dir: Path, kind: Kind) -> Path:
+    """The resolved output folder, refused (OutputError) unless a build may replace it whole."""
+    target = output_folder(out_dir.resolve())
     if Path.cwd().is_relative_to(target):
         raise OutputError(
             f"{out_dir}: is the working folder or one above it, which the output would replace; give the output a "
@@ -291,28 +328,46 @@ def staging(out_dir: Path, kind: type[Manifest | AnswersManifest] = Manifest) ->
                 f"{out_dir}: holds files but no {MANIFEST_NAME} of a previous build of this kind, and the output "
                 "would replace it whole; give the output an empty or new folder (e.g. data/episodes)"
             ) from None
-    partial = target.with_name(f".{target.name}.partial")
-    old = target.with_name(f".{target.name}.old")
-    with _only_build(out_dir, target):
-        for stale in (partial, old):
-            if stale.is_symlink() or stale.is_file():
-                stale.unlink()
-            elif stale.exists():
-                shutil.rmtree(stale)
-        partial.mkdir(parents=True)
-        moved = False
-        try:
-            yield partial
+    return target
+
+
+def _swap(targets: list[Path], olds: list[Path], partials: list[Path]) -> None:
+    """Rename every existing output aside, then every staged folder in; on a failure, the old outputs go back."""
+    moved: list[int] = []
+    placed: list[int] = []
+    try:
+        for i, (target, old) in enumerate(zip(targets, olds, strict=True)):
             if target.exists():
                 os.replace(target, old)
-                moved = True
+                moved.append(i)
+        for i, (partial, target) in enumerate(zip(partials, targets, strict=True)):
             os.replace(partial, target)
-        except BaseException:
-            if moved and not target.exists():
-                os.replace(old, target)
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
+            placed.append(i)
+    except BaseException:
+        for i in placed:
+            os.replace(targets[i], partials[i])  # removed with the other staging folders
+        for i in moved:
+            os.replace(olds[i], targets[i])
+        raise
+
+
+def _recover(targets: list[Path], olds: list[Path]) -> None:
+    """Before a build: old outputs left by a build killed among its renames go back, together (an output missing
+    beside its old folder means not every new one was in); left beside complete new outputs, they go."""
+    interrupted = any(old.exists() and not target.exists() for target, old in zip(targets, olds, strict=True))
+    for target, old in zip(targets, olds, strict=True):
+        if interrupted and old.is_dir() and not old.is_symlink():
+            _remove(target)
+            os.replace(old, target)
+        else:
+            _remove(old)
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
 
 
 @contextmanager

@@ -21,6 +21,8 @@ import pytest
 
 from pipeline import facts, validate
 from pipeline.episodes import FACTS_FILE
+from pipeline.schema import MANIFEST_NAME, AnswersManifest
+from pipeline.writer import staging_all
 from tests.conftest import SMALL_EPISODES, write_params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +90,36 @@ def test_validate_stage_killed_before_its_metrics_are_in_place_reruns_identicall
     metrics.unlink()
     validate.main()  # an uninterrupted run
     assert metrics.read_bytes() == rerun and staged(metrics.parent) == []
+
+
+# Builds a new dataset and answers folder (the episodes stage's pair) in the working folder.
+NEW_PAIR = """
+from pathlib import Path
+from pipeline.schema import AnswersManifest
+from pipeline.writer import staging_all
+with staging_all([(Path("episodes"), AnswersManifest), (Path("answers"), AnswersManifest)]) as stages:
+    for stage in stages:
+        (stage / "manifest.json").write_text(Path("new.json").read_text())
+"""
+
+
+@pytest.mark.parametrize("rename", range(4))
+def test_outputs_killed_among_their_renames_are_old_together_before_the_next_build(tmp_path, rename):
+    """The dataset's manifest binds its answers by checksum: a build killed after renaming one in and before the
+    other must leave neither new one beside the other's old, and the next build starts from the old pair."""
+    old, new = (AnswersManifest(params_hash=c * 64, row_group_rows=1, shards=[]).model_dump_json() for c in "01")
+    (tmp_path / "new.json").write_text(new)
+    for name in ("episodes", "answers"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / MANIFEST_NAME).write_text(old)
+    run_killed(NEW_PAIR, rename, tmp_path)
+
+    pair = [(tmp_path / name, AnswersManifest) for name in ("episodes", "answers")]
+    with pytest.raises(RuntimeError, match="stopped"), staging_all(pair):
+        assert [(out / MANIFEST_NAME).read_text() for out, _ in pair] == [old, old]
+        raise RuntimeError("stopped")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["answers", "episodes", "new.json"]
+    assert [(out / MANIFEST_NAME).read_text() for out, _ in pair] == [old, old]
 
 
 def _stat(pid: int) -> list[str]:

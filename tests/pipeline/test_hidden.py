@@ -41,7 +41,7 @@ from pipeline.schema import (
     Manifest,
 )
 from pipeline.validate import validate
-from pipeline.writer import write_manifest
+from pipeline.writer import staging_all, write_manifest
 from reward_api.store import EpisodeStore, StoreError
 from tests.conftest import SEED, SMALL_EPISODES, write_params
 from tests.hiddenbuild import HIDDEN, HIDDEN_KEY, build_hidden
@@ -286,45 +286,60 @@ def test_stage_writes_the_answers_beside_the_episodes_and_validate_reads_them(hi
     assert metrics["episodes"]["test"] == HIDDEN.test and set(metrics["violations"].values()) == {0}
 
 
-# Prepended to the stage: SIGKILL at the moment the old episodes folder would be moved aside, when the new answers
-# folder is already in place: the one instant at which the two folders belong to different builds.
-KILL_BETWEEN_FOLDERS = """
-import os, signal
-_replace = os.replace
-def _killing_replace(src, dst):
-    if str(dst).endswith(".episodes.old"):
-        os.kill(os.getpid(), signal.SIGKILL)
-    _replace(src, dst)
-os.replace = _killing_replace
-from pathlib import Path
-from pipeline.episodes import main
-main(Path("params.yaml"), Path("data/facts"), Path("data/episodes"))
-"""
+def test_answers_of_another_build_are_refused_by_the_server_and_validate(hidden_build, hidden_facts_dir, tmp_path):
+    episodes, answers = tmp_path / "episodes", tmp_path / "answers"
+    build_episodes(hidden_facts_dir, episodes, HIDDEN, SEED + 1, answers_dir=answers, hidden_key=HIDDEN_KEY)
+    shutil.rmtree(answers)
+    shutil.copytree(hidden_build[1], answers)  # the answers of the build with SEED
 
-
-def test_a_build_killed_between_its_two_folders_is_refused_then_reruns_identically(
-    hidden_build, hidden_facts_dir, tmp_path, monkeypatch
-):
-    data = tmp_path / "data"
-    episodes, answers = data / "episodes", data / "answers"
-    previous = {"answers_dir": answers, "hidden_key": HIDDEN_KEY}
-    build_episodes(hidden_facts_dir, episodes, HIDDEN, SEED + 1, **previous)  # the previous build
-    (data / "facts").symlink_to(hidden_facts_dir, target_is_directory=True)
-    write_params(tmp_path, episodes=HIDDEN)
-    monkeypatch.setenv(hiddenkey.KEY_ENV, HIDDEN_KEY.decode())
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    command = [sys.executable, "-c", KILL_BETWEEN_FOLDERS]
-    killed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-
-    assert manifests(episodes, answers)[1].params_hash != manifests(episodes, answers)[0].params_hash
     with pytest.raises(StoreError, match="answers of another build"):
         EpisodeStore(episodes, answers=answers, preload_keys=False)
     assert validate(episodes, answers=answers)["violation_examples"]["answers_match"] == [
         "answers/manifest.json: another build's (params_hash or sha256 differs from manifest.json)"
     ]
 
+
+# Prepended to the stage: SIGKILL at the k-th (argv[1]) rename of its two folders: the old episodes and answers
+# folders aside, then the new ones in.
+KILL_AMONG_FOLDERS = """
+import os, signal, sys
+from pathlib import Path
+_replace, _calls = os.replace, []
+def _killing_replace(src, dst):
+    if Path(dst).parent.name == "data":
+        if len(_calls) == int(sys.argv[1]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        _calls.append(dst)
+    _replace(src, dst)
+os.replace = _killing_replace
+from pipeline.episodes import main
+main(Path("params.yaml"), Path("data/facts"), Path("data/episodes"))
+"""
+
+
+@pytest.mark.parametrize("rename", range(4))
+def test_a_build_killed_among_its_two_folders_leaves_the_old_pair_then_reruns_identically(
+    hidden_build, hidden_facts_dir, tmp_path, monkeypatch, rename
+):
+    """The answers folder was renamed in (its old one deleted) before the dataset: a kill between the two left the
+    old dataset beside the new build's answers, which the server refused to serve."""
+    data = tmp_path / "data"
+    episodes, answers = data / "episodes", data / "answers"
+    build_episodes(hidden_facts_dir, episodes, HIDDEN, SEED + 1, answers_dir=answers, hidden_key=HIDDEN_KEY)
+    before = snapshot(episodes, answers)
+    (data / "facts").symlink_to(hidden_facts_dir, target_is_directory=True)
+    write_params(tmp_path, episodes=HIDDEN)
+    monkeypatch.setenv(hiddenkey.KEY_ENV, HIDDEN_KEY.decode())
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    command = [sys.executable, "-c", KILL_AMONG_FOLDERS, str(rename)]
+    killed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+
     monkeypatch.setattr(episodes_stage, "AUDIT_SECTION", tmp_path / "none.md")  # hidden_build's card has none
+    with pytest.raises(RuntimeError, match="stopped"), staging_all([(episodes, Manifest), (answers, AnswersManifest)]):
+        assert snapshot(episodes, answers) == before, "the next build starts from the old pair"
+        EpisodeStore(episodes, answers=answers, preload_keys=False)
+        raise RuntimeError("stopped")
     main(tmp_path / "params.yaml", data / "facts", episodes)
     assert snapshot(episodes, answers) == snapshot(*hidden_build)
     assert sorted(p.name for p in data.iterdir()) == ["answers", "episodes", "facts"]

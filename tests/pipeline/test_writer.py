@@ -35,6 +35,7 @@ from pipeline.writer import (
     output_folder,
     plan_shards,
     staging,
+    staging_all,
     write_manifest,
     write_shard,
 )
@@ -262,12 +263,48 @@ def test_staging_leaves_nothing_on_error(tmp_path):
 
 def test_staging_removes_stale_temp_folders(tmp_path):
     out = tmp_path / "episodes"
-    for stale in (".episodes.partial", ".episodes.old"):
+    _old_build(out)
+    for stale in (".episodes.partial", ".episodes.old"):  # an old folder beside its complete output is stale too
         (tmp_path / stale).mkdir()
         (tmp_path / stale / "stale.parquet").write_bytes(b"x")
-    with staging(out) as stage:
+    with staging(out, AnswersManifest) as stage:
         assert list(stage.iterdir()) == []
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".episodes.lock", ".episodes.partial", "episodes"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
+
+
+def test_staging_puts_back_an_old_build_left_without_its_output(tmp_path):
+    """A build killed between renaming the old output aside and the new one in: the old one is the output again."""
+    _old_build(tmp_path / ".episodes.old")
+    with pytest.raises(RuntimeError, match="stopped"), staging(tmp_path / "episodes", AnswersManifest):
+        assert (tmp_path / "episodes" / "old.txt").read_text() == "old"
+        raise RuntimeError("stopped")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
+    assert (tmp_path / "episodes" / "old.txt").read_text() == "old"
+
+
+@pytest.mark.parametrize("failing", range(4))
+def test_staging_all_puts_every_old_build_back_when_any_rename_fails(tmp_path, monkeypatch, failing):
+    """Outputs replaced together (the dataset and its answers): the answers were committed, their old folder deleted,
+    before the dataset's rename, and a failure there left the old dataset beside the new build's answers."""
+    outputs = [(tmp_path / "episodes", AnswersManifest), (tmp_path / "answers", AnswersManifest)]
+    for out, _ in outputs:
+        _old_build(out)
+    renames = []
+
+    def failing_one(src, dst):
+        renames.append(dst)
+        if len(renames) == failing + 1:
+            raise OSError(16, "Device or resource busy")
+        os.rename(src, dst)
+
+    monkeypatch.setattr(writer.os, "replace", failing_one)
+    with pytest.raises(OSError, match="busy"), staging_all(outputs) as stages:
+        for stage in stages:
+            (stage / "new.txt").write_text("new")
+    for out, _ in outputs:
+        assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "old.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["answers", "episodes"]
 
 
 def test_staging_keeps_a_symlinked_output_a_link_and_fills_its_target(tmp_path):
