@@ -168,9 +168,9 @@ def front_matter(manifest: Manifest, licence: str, sizes: Mapping[str, int]) -> 
 def configs(hidden: list[str]) -> list[dict]:
     """The `configs:` of the front matter: the public splits in `default`; each hidden split, whose files lack the
     hidden columns, in a config of its own (one config's files must share their columns)."""
-    public = [{"split": split, "path": f"data/{split}-*"} for split in SPLITS if split not in hidden]
+    public = [{"split": split, "path": f"data/{split}-*.parquet"} for split in SPLITS if split not in hidden]
     return [{"config_name": "default", "data_files": public}] + [
-        {"config_name": hidden_config(split), "data_files": [{"split": split, "path": f"data/{split}-*"}]}
+        {"config_name": hidden_config(split), "data_files": [{"split": split, "path": f"data/{split}-*.parquet"}]}
         for split in SPLITS
         if split in hidden
     ]

@@ -7,6 +7,7 @@ ones the SQL over the episodes reads (damaged bytes say nothing about the episod
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,9 +15,12 @@ import pyarrow.parquet as pq
 
 from pipeline.checksums import file_sha256, files_sha256
 from pipeline.schema import (
+    ANSWERS_SCHEMA,
+    EPISODE_SCHEMA,
     HIDDEN_COLUMNS,
     MANIFEST_NAME,
     SPLITS,
+    VISIBLE_SCHEMA,
     AnswersManifest,
     Manifest,
     ManifestError,
@@ -34,10 +38,20 @@ def manifest_problems(manifest: Manifest) -> list[str]:
     return problems + manifest.range_problems()
 
 
-def check_files(root: Path, shards: list[ShardInfo]) -> tuple[list[str], list[ShardInfo]]:
-    """Shards on disk under `root` against their manifest entries (presence, bytes, sha256): the problems, and the
-    shards that match."""
-    on_disk = {p.relative_to(root).as_posix() for p in (root / "data").glob("*.parquet")}
+def published_schemas(manifest: Manifest) -> dict[str, pa.Schema]:
+    """Each split's published schema: a hidden split's files carry only the visible columns."""
+    return {split: VISIBLE_SCHEMA if split in manifest.hidden_splits else EPISODE_SCHEMA for split in SPLITS}
+
+
+def check_files(
+    root: Path, shards: list[ShardInfo], schemas: Mapping[str, pa.Schema]
+) -> tuple[list[str], list[ShardInfo]]:
+    """Files under `root`/data against the manifest's shards (presence, bytes, sha256) and each split's schema
+    (`schemas`): the problems, and the shards that match. Every file there counts, not only *.parquet: the card's
+    patterns hand `load_dataset` a stray `train-00000-of-00002.parquet.bak` as a shard. A schema is checked too,
+    because a manifest edited to a changed file's checksum would pass a column added, dropped or retyped (DuckDB
+    then reads every file as the first file's schema, or fails)."""
+    on_disk = {p.relative_to(root).as_posix() for p in (root / "data").rglob("*") if not p.is_dir()}
     problems = [f"{path}: not in the manifest" for path in sorted(on_disk - {s.path for s in shards})]
     sized = [s for s in shards if s.path in on_disk and (root / s.path).stat().st_size == s.bytes]
     hashed = dict(zip((s.path for s in sized), files_sha256(root / s.path for s in sized), strict=True))
@@ -47,9 +61,35 @@ def check_files(root: Path, shards: list[ShardInfo]) -> tuple[list[str], list[Sh
             problems.append(f"{shard.path}: missing")
         elif hashed.get(shard.path) != shard.sha256:
             problems.append(f"{shard.path}: bytes or sha256 differ from the manifest")
+        elif difference := _schema_difference(root / shard.path, schemas[shard.split]):
+            problems.append(f"{shard.path}: {difference}")
         else:
             good.append(shard)
     return problems, good
+
+
+def _schema_difference(path: Path, expected: pa.Schema) -> str:
+    """How the file's columns differ from `expected` (names, types, nullability), or "" when they do not."""
+    try:
+        found = pq.read_schema(path)
+    except (pa.ArrowException, OSError):
+        return "not a readable Parquet file"
+    if found.equals(expected, check_metadata=False):
+        return ""
+    names = set(found.names)
+    extra = [name for name in found.names if name not in expected.names]
+    missing = [name for name in expected.names if name not in names]
+    changed = [
+        f"{field.name}: {_described(found.field(field.name))} (expected {_described(field)})"
+        for field in expected
+        if field.name in names and not found.field(field.name).equals(field)
+    ]
+    parts = [f"extra {extra}"] * bool(extra) + [f"missing {missing}"] * bool(missing) + changed
+    return "columns differ from the schema: " + ("; ".join(parts) or f"order {found.names}")
+
+
+def _described(field: pa.Field) -> str:
+    return f"{field.type}{'' if field.nullable else ' not null'}"
 
 
 def row_group_problems(root: Path, shards: list[ShardInfo], size: int) -> tuple[list[str], list[str]]:
@@ -103,7 +143,7 @@ def check_answers(answers: Path | None, manifest: Manifest) -> tuple[list[str], 
     kept = {_entry(s) for s in listed.shards}
     problems = [f"{path}: no answers for this shard" for path, *_ in sorted(published - kept)]
     problems += [f"{path}: not a shard of a hidden split" for path, *_ in sorted(kept - published)]
-    files, good = check_files(Path(answers), listed.shards)
+    files, good = check_files(Path(answers), listed.shards, dict.fromkeys(SPLITS, ANSWERS_SCHEMA))
     good = [s for s in good if _entry(s) in published]
     rows, groups = row_group_problems(Path(answers), good, manifest.row_group_rows)
     return [f"answers/{p}" for p in problems + files + rows + groups], good

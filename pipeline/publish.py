@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
-from pipeline.filechecks import check_files, published_hidden_columns
+from pipeline.filechecks import check_files, published_schemas
 from pipeline.params import HubParams, ParamsError, check_pipeline, read_params, stage_parser
 from pipeline.schema import CARD_NAME, MANIFEST_NAME, ManifestError
 from pipeline.writer import OutputError, output_file, read_manifest
@@ -74,21 +74,15 @@ def skip_reason(hub: HubParams, token: str | None) -> str | None:
 
 
 def folder_files(folder: Path, metrics: Path) -> list[Path]:
-    """The files to push, refused before any upload when a shard is not the build's (a truncated or changed file
-    would be published as is), the folder holds a file the build did not write (the answers folder copied in would
-    publish the ground truth; a note or a temporary file, whatever it holds), a hidden split's file holds a hidden
-    column (the answers folder, its ground truth, lies beside the folder and is never part of it) or the validate
-    stage has not passed this build (`metrics`, its output)."""
+    """The files to push, refused before any upload when the folder holds a file the build did not write (the
+    answers folder copied in would publish the ground truth; a note or a temporary file, whatever it holds), a shard
+    is not the build's (a truncated or changed file would be published as is; a hidden split's file with a hidden
+    column, its ground truth, differs from the split's schema) or the validate stage has not passed this build
+    (`metrics`, its output)."""
     try:
         manifest = read_manifest(folder)
     except ManifestError as err:
         raise PublishError(str(err)) from None
-    problems, _ = check_files(folder, manifest.shards)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise PublishError(
-            f"refusing to publish {folder}: {problems[0]}{more}; rebuild the dataset (dvc repro episodes)"
-        )
     built = {CARD_NAME, MANIFEST_NAME, *(shard.path for shard in manifest.shards)}
     found = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
     if others := sorted(found - built) + sorted(f"{name} (missing)" for name in built - found):
@@ -97,9 +91,12 @@ def folder_files(folder: Path, metrics: Path) -> list[Path]:
             f"refusing to publish {folder}: the build wrote {CARD_NAME}, {MANIFEST_NAME} and the shards it lists, "
             f"not {', '.join(others[:3])}{more}; remove what is not the build's, or rebuild it (dvc repro episodes)"
         )
-    # only now: the files are the build's, so each hidden split's schema can be read
-    if leaks := published_hidden_columns(folder, manifest):
-        raise PublishError(f"refusing to publish the ground truth of a hidden split: {'; '.join(leaks)}")
+    problems, _ = check_files(folder, manifest.shards, published_schemas(manifest))
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise PublishError(
+            f"refusing to publish {folder}: {problems[0]}{more}; rebuild the dataset (dvc repro episodes)"
+        )
     _check_validated(folder, metrics)
     return [folder / name for name in sorted(built)]
 

@@ -23,6 +23,7 @@ from pipeline.filechecks import (
     check_files,
     manifest_problems,
     published_hidden_columns,
+    published_schemas,
     row_group_problems,
 )
 from pipeline.invariants import EPISODE_VIOLATIONS, INVARIANTS, NORMALIZE_MACROS, checked_sql, sql_literal
@@ -99,7 +100,7 @@ def validate(root: Path, progress: bool = False, answers: Path | None = None) ->
     root = Path(root).resolve()
     manifest = read_manifest(root)
     manifest_sha256 = file_sha256(root / MANIFEST_NAME)
-    file_problems, shards = check_files(root, manifest.shards)
+    file_problems, shards = check_files(root, manifest.shards, published_schemas(manifest))
     answer_problems, answer_shards = check_answers(answers, manifest)
     kept = {s.path for s in answer_shards}
     shards = [s for s in shards if s.split not in manifest.hidden_splits or s.path in kept]

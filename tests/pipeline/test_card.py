@@ -44,7 +44,7 @@ def front_matter(text: str) -> dict:
 def test_front_matter_maps_each_split_to_its_shards(folder):
     meta = front_matter((folder / CARD_NAME).read_text())
     assert meta["configs"] == [
-        {"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}-*"} for s in SPLITS]}
+        {"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in SPLITS]}
     ]
     assert meta["license"] == "cc-by-4.0" and meta["size_categories"] == ["n<1K"]
     assert "question-answering" in meta["task_categories"] and "rag" in meta["tags"]

@@ -352,9 +352,9 @@ def test_card_says_the_test_split_is_hidden_and_how_to_score_it(hidden_build):
     assert meta["configs"] == [
         {
             "config_name": "default",
-            "data_files": [{"split": s, "path": f"data/{s}-*"} for s in ("train", "validation")],
+            "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in ("train", "validation")],
         },
-        {"config_name": "hidden_test", "data_files": [{"split": "test", "path": "data/test-*"}]},
+        {"config_name": "hidden_test", "data_files": [{"split": "test", "path": "data/test-*.parquet"}]},
     ]
     assert "| test (hidden) | 300 | 1,500 - 1,799 | 1 |" in text
     assert "## Hidden split: test" in text and "kept by the server" in text and "POST /score" in text
@@ -415,4 +415,6 @@ def test_publish_refuses_a_hidden_split_file_with_hidden_columns(hidden_build, t
         assert result.returncode == 1
         with pytest.raises(HubError, match="Repository not found"):  # refused before anything was created
             hub.files(REPO)
-    assert f"refusing to publish the ground truth of a hidden split: {path}: split test is hidden" in result.stderr
+    leaked = [name for name in EPISODE_SCHEMA.names if name in HIDDEN_COLUMNS]
+    refusal = f"refusing to publish data/episodes: {path}: columns differ from the schema: extra {leaked}"
+    assert refusal in result.stderr

@@ -9,12 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import HfApi, snapshot_download
 
+from pipeline.checksums import file_sha256
 from pipeline.episodes import build_episodes
 from pipeline.publish import METRICS
+from pipeline.schema import MANIFEST_NAME, Manifest
 from pipeline.validate import main as validate_main
+from pipeline.writer import write_manifest
 from tests.conftest import SEED, SMALL_EPISODES, write_params
 from tests.hubstandin import HubError, hub_standin
 
@@ -186,6 +190,25 @@ def test_a_corrupt_manifest_is_named_in_one_line_and_nothing_is_pushed(project, 
     with pytest.raises(HubError, match="Repository not found"):
         hub.files(REPO)
     assert not (project / "data" / "publish" / "receipt.json").exists()
+
+
+def test_a_shard_of_another_schema_is_refused_though_the_manifest_was_edited_to_match(project, hub):
+    episodes = project / "data" / "episodes"
+    manifest = Manifest.model_validate_json((episodes / MANIFEST_NAME).read_text())
+    shard = manifest.shards[0]
+    table = pq.read_table(episodes / shard.path)
+    pq.write_table(table.append_column("gold", table["answer"]), episodes / shard.path)
+    edited = shard.model_copy(update={"bytes": (episodes / shard.path).stat().st_size})
+    edited = edited.model_copy(update={"sha256": file_sha256(episodes / shard.path)})
+    write_manifest(episodes, manifest.model_copy(update={"shards": [edited, *manifest.shards[1:]]}))
+
+    result = run_publish(project, hub.endpoint)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert f"refusing to publish data/episodes: {shard.path}: columns differ from the schema: extra ['gold']" in line
+    with pytest.raises(HubError, match="Repository not found"):
+        hub.files(REPO)
 
 
 def _unvalidated(project: Path) -> None:

@@ -209,6 +209,32 @@ def test_file_invariants_name_the_files(tmp_path):
     assert set(examples) == {"manifest_ranges", "files_match_manifest", "row_groups"}
 
 
+def test_a_shard_of_another_schema_or_a_stray_file_is_named_not_read(tmp_path):
+    """A manifest edited to a changed file's checksums passed a column added or retyped, and a dropped one was a
+    DuckDB traceback; a file beside the shards with another suffix passed, though `load_dataset` reads it as one."""
+    write_folder(tmp_path, COUNTS, row_group_rows=GROUP)
+    table = pq.read_table(tmp_path / TRAIN0)
+    pq.write_table(table.append_column("gold", table["answer"]), tmp_path / TRAIN0, row_group_size=GROUP)
+    budget = table.schema.get_field_index("max_budget")
+    retyped = pq.read_table(tmp_path / TRAIN1)
+    retyped = retyped.set_column(
+        budget, pa.field("max_budget", pa.int32(), False), retyped["max_budget"].cast("int32")
+    )
+    pq.write_table(retyped, tmp_path / TRAIN1, row_group_size=GROUP)
+    pq.write_table(pq.read_table(tmp_path / TRAIN2).drop(["source"]), tmp_path / TRAIN2, row_group_size=GROUP)
+    fix_checksums(tmp_path)
+    (tmp_path / f"{TRAIN0}.bak").write_bytes((tmp_path / TRAIN0).read_bytes())
+
+    metrics = validate(tmp_path)
+    assert metrics["violation_examples"]["files_match_manifest"] == [
+        f"{TRAIN0}.bak: not in the manifest",
+        f"{TRAIN0}: columns differ from the schema: extra ['gold']",
+        f"{TRAIN1}: columns differ from the schema: max_budget: int32 not null (expected int8 not null)",
+        f"{TRAIN2}: columns differ from the schema: missing ['source']",
+    ]
+    assert metrics["episodes"]["train"] == 0, "no shard of another schema is read"
+
+
 def test_splits_out_of_order_are_named_even_when_the_shards_tile(tmp_path):
     """Validation and test swap their id ranges, shards included: every range still tiles, the order does not."""
     write_folder(tmp_path, COUNTS, row_group_rows=GROUP)
