@@ -54,8 +54,9 @@ QUANTITY_SHIFT = (5, 35)  # another number's moves it this many percent, in whol
 SEPARATED_FROM = 1000  # sources write quantities from here up with thousands separators (`sources.common.quantity`)
 # A wrong count of SEPARATED_FROM or more lies at least this far from the truth: sources round counts, so a
 # document claiming "about 200,000" people where 202,402 live would be true (substitutes are other facts' answers).
-# Neighbours, true answers themselves, need only not be the other number rounded (`_too_close`): 158,233 against
-# 159,610 is a fair dispute.
+# Neighbours, true answers themselves, keep it too, from the bigger of the two numbers, so that the test is the same
+# whichever is the truth (`_too_close`): 103,132 people claimed where 102,905 live is another city's true figure, but
+# no reader could call it misinformation.
 MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
 # A neighbour lies past every answer that shares the value of the number it stands against, and up to this share of
 # its relation's answers ranked by value or twice that run, whichever is further (a founding year among 8,000, about
@@ -583,10 +584,10 @@ def _too_close(
     t: Truths, rows: np.ndarray, values: pl.Series, around: tuple[np.ndarray, np.ndarray], neighbour: np.ndarray
 ) -> np.ndarray:
     """Per item: a wrong count within MIN_COUNT_GAP of the count it stands against (`around`, by default the fact's
-    true count; years and numbers below SEPARATED_FROM are exact). A neighbour is a true answer, so the gap is the
-    answers' own; it is too close only where one of the two numbers, read as rounded at its last nonzero digit (two
-    significant figures at the coarsest), would state the other (200,000 against 202,402): a test that, like its
-    bound, is the same whichever of the two is the truth."""
+    true count; years and numbers below SEPARATED_FROM are exact). A neighbour, a true answer, stands against a number
+    that may be the truth or may be another document's claim, so its test is the same whichever of the two is the
+    truth: too close within MIN_COUNT_GAP of the bigger, or where one of the two, read as rounded at its last nonzero
+    digit (two significant figures at the coarsest), would state the other (100,000 against 95,000)."""
     other = around[0] / 10.0 ** around[1]
     counted = np.flatnonzero(t.numeric[rows] & ~t.year[rows])
     close = np.zeros(len(rows), dtype=bool)
@@ -597,7 +598,8 @@ def _too_close(
     gap = np.abs(number - other)
     whole = np.nan_to_num(np.r_[number, other]).astype(np.int64)
     rounding = (10 ** np.minimum(_trailing_zeros(whole), np.maximum(_digits(whole) - 2, 0))).reshape(2, -1)
-    near = (2 * gap <= rounding.max(axis=0)) & (np.fmax(number, other) >= SEPARATED_FROM)
+    bigger = np.fmax(number, other)
+    near = ((2 * gap <= rounding.max(axis=0)) | (gap < MIN_COUNT_GAP * bigger)) & (bigger >= SEPARATED_FROM)
     close[counted] = np.where(neighbour[counted], near, (gap < MIN_COUNT_GAP * other) & (other >= SEPARATED_FROM))
     return close
 
@@ -613,8 +615,8 @@ def resolve(
     """Wrong claims whose normalised form is neither the answer's, an alias's, nor an `avoid` one of the item.
 
     `avoid` holds keys (`key_expr`); returns values, their keys and applied kinds. Near misses and neighbours stand
-    against `around` (value and decimals per item, `numbers`), by default the facts' answers, and near misses and
-    substitutes keep MIN_COUNT_GAP from it.
+    against `around` (value and decimals per item, `numbers`), by default the facts' answers, and every wrong count
+    keeps MIN_COUNT_GAP from it (`_too_close`).
     `draw(items, round)` returns the u columns of those items for that round, so each item's result depends only on
     its own draws.
     An item whose every wrong value is avoided (the Cocos Islands, Asia or Oceania, where a split's continent facts

@@ -369,7 +369,8 @@ def test_neighbours_pair_ranks_by_a_matching_past_ties():
 
 
 def test_a_denial_is_a_neighbour_of_the_number_it_stands_against(pools):
-    """With `around`, a neighbour is drawn near the given number (a corrupt document's own claim), never the truth."""
+    """With `around`, a neighbour is drawn near the given number (a corrupt document's own claim), MIN_COUNT_GAP of
+    the bigger away from it, never the truth."""
     counts = [str(n) for n in range(1000, 101_000, 1000)]  # 1,000 .. 100,000
     truths = corruption.truths(_facts([(c, [], "quantity", "employees") for c in counts]), pools)
     rows = np.zeros(400, dtype=np.int64)  # truth: 1000
@@ -381,7 +382,10 @@ def test_a_denial_is_a_neighbour_of_the_number_it_stands_against(pools):
 
     got, _, _ = corruption.resolve(truths, rows, np.full(len(rows), INVERSION), draw, around=(value, decimals))
     got = np.array([int(v) for v in got.to_list()])
-    assert (np.abs(got[:200] - 80_300) <= 5_000).all() and len(set(got[:200])) > 3  # 2 to 4 ranks either way
+    gap = np.abs(got[:200] - 80_300)
+    # 2 to 4 ranks either way where that reaches past 5% (85,000), else redraws reach on: a few ranks more
+    assert (gap >= corruption.MIN_COUNT_GAP * np.maximum(got[:200], 80_300)).all() and (gap <= 20_000).all()
+    assert len(set(got[:200])) > 3
     assert 1000 not in got and (np.abs(got[200:] - 2300) <= 5_000).mean() > 0.9  # 1,000 is the truth: redraws reach on
 
 
@@ -478,9 +482,9 @@ def test_near_misses_stay_inside_the_range_of_the_relations_answers(pools):
 
 def test_a_wrong_count_is_never_within_a_rounding_of_the_truth(pools):
     """Other cities' populations as substitutes: "about 200,000" where 202,402 live would be true. An inversion's
-    neighbour, a true answer near the truth, may lie closer (205,000), but never where either number, read as rounded
-    at its last nonzero digit, states the other. Counts below SEPARATED_FROM (atomic numbers) and years are exact,
-    so a neighbouring value stays a fair wrong claim."""
+    neighbour, a true answer near the truth, keeps the same gap (205,000 is no wrong claim either), and never lies
+    where either number, read as rounded at its last nonzero digit, states the other. Counts below SEPARATED_FROM
+    (atomic numbers) and years are exact, so a neighbouring value stays a fair wrong claim."""
     populations = ["202,402", "200,000", "201,500", "205,000", "150,000", "260,000", "310,000", "99,500"]
     small = [str(n) for n in range(20, 32)]
     facts = _facts([(p, [], "quantity", "city_population") for p in populations])
@@ -492,7 +496,36 @@ def test_a_wrong_count_is_never_within_a_rounding_of_the_truth(pools):
         assert (np.abs(numbers - 202_402) >= 0.05 * 202_402).all(), level
     values, _, _ = _claims(truths, [0] * 400, INVERSION)
     rounding = {v: 10 ** (len(v.replace(",", "")) - len(v.replace(",", "").rstrip("0"))) for v in values}
-    assert "200,000" not in values and "260,000" in values  # 2 ranks from 202,402, past its ties (none)
+    assert not {"200,000", "201,500", "205,000"} & set(values) and "260,000" in values  # 2 ranks from 202,402
     assert all(2 * abs(int(v.replace(",", "")) - 202_402) > rounding[v] for v in values)
     values, _, _ = _claims(truths, [len(populations)] * 400, ENTITY)  # truth: 20
     assert "21" in values
+
+
+def test_a_neighbouring_count_keeps_the_gap_of_every_wrong_count(pools):
+    """Neighbours in a dense relation (a city of 102,750 among cities every 250 people) lay 0.2-2% away: another
+    city's true figure, but no reader could call 103,000 misinformation. A neighbour keeps MIN_COUNT_GAP from the
+    bigger of the two numbers, a test that is the same whichever is the truth, so a value a clean document denies
+    around the truth keeps it as an inversion's claim does."""
+    counts = list(range(80_000, 130_000, 250))
+    truths = corruption.truths(_facts([(f"{c:,}", [], "quantity", "city_population") for c in counts]), pools)
+    row = counts.index(102_750)
+    for level in (INVERSION, ENTITY):
+        values, _, applied = _claims(truths, [row] * 400, level)
+        claimed = np.array([int(v.replace(",", "")) for v in values])
+        assert set(applied) == {level} and set(claimed) <= set(counts)
+        assert (np.abs(claimed - 102_750) >= corruption.MIN_COUNT_GAP * np.maximum(claimed, 102_750)).all(), level
+    # (a, b, too close), each both ways round: 95,200 lies 4.8% of 100,000 from it (5.04% of itself); "about 100,000"
+    # would state 95,000
+    pairs = [(102_905, 103_132, True), (103_417, 103_693, True), (100_000, 95_200, True), (100_000, 95_000, True)]
+    pairs += [(100_000, 106_000, False), (95_000, 100_500, False), (150_000, 120_000, False)]
+    for a, b, expected in pairs:
+        for value, against in ((a, b), (b, a)):
+            close = corruption._too_close(
+                truths,
+                np.array([row]),
+                pl.Series([f"{value:,}"]),
+                (np.array([against]), np.array([0])),
+                np.array([True]),
+            )
+            assert close.tolist() == [expected], (value, against)
