@@ -80,6 +80,9 @@ LABELS = {
     "employees": "number of employees",
     OPEN: "answer",
 }
+# Words a title sets before a subject that reads as no topic on its own ({t} in TITLES): "Notes on the symbol Ra", not
+# "Notes on Ra" or "Does anyone know the meaning of Cf?".
+TITLE_PREFIXES = {"symbol_element": "the symbol "}
 DOMAINS = {
     **dict.fromkeys(("capital", "continent", "population", "currency"), "country"),
     **dict.fromkeys(("city_country", "city_population"), "city"),
@@ -408,54 +411,54 @@ OPENERS = {
     "blog": ("Quick post today. ", "A reader asked me about this. ", "Short one this week. "),
     "forum": ("Posted by a member: ", "Reply: ", "Answering the thread above: "),
 }
-# Title styles by source genre (the keys of SOURCES), plus one for facts known only by their question. An episode's
-# documents never share a title (`_walk`): each genre has a prime number of styles, at least its sources (7 >= 6),
-# and the question's at least NUM_DOCS (11 >= 8).
+# Title styles by source genre (the keys of SOURCES), plus one for facts known only by their question; {t} names the
+# subject as a title does (TITLE_PREFIXES). An episode's documents never share a title (`_walk`): each genre has a
+# prime number of styles, at least its sources (7 >= 6), and the question's at least NUM_DOCS (11 >= 8).
 TITLES = {
     "encyclopedia": (
-        "{s}",
-        "{s} — {src}",
-        "{Label} of {s}",
-        "{s}: overview",
-        "{s} (reference entry)",
-        "About {s}",
-        "{s} at a glance",
+        "{t}",
+        "{t} — {src}",
+        "{Label} of {t}",
+        "{t}: overview",
+        "{t} (reference entry)",
+        "About {t}",
+        "{t} at a glance",
     ),
     "news": (
-        "{s}: the facts behind the headlines",
-        "Explainer: the {label} of {s}",
-        "What to know about {s}",
-        "{s} in focus",
-        "Fact check: {s}",
-        "{s}, explained",
-        "Questions and answers: {s}",
+        "{t}: the facts behind the headlines",
+        "Explainer: the {label} of {t}",
+        "What to know about {t}",
+        "{t} in focus",
+        "Fact check: {t}",
+        "{t}, explained",
+        "Questions and answers: {t}",
     ),
     "reference": (
-        "{s} — record",
-        "Registry entry: {s}",
-        "{s} ({src})",
-        "Data sheet: {s}",
-        "{Label} record for {s}",  # not "Capital: Latvia", which reads as if Latvia were the capital
-        "{s}: key data",
-        "Lookup: {s}",
+        "{t} — record",
+        "Registry entry: {t}",
+        "{t} ({src})",
+        "Data sheet: {t}",
+        "{Label} record for {t}",  # not "Capital: Latvia", which reads as if Latvia were the capital
+        "{t}: key data",
+        "Lookup: {t}",
     ),
     "blog": (
-        "Everything I learned about {s}",
-        "A closer look at {s}",
-        "Notes on {s}",
-        "{s}, briefly",
-        "Digging into the {label} of {s}",
-        "What I found out about {s}",
-        "Looking up the {label} of {s}",
+        "Everything I learned about {t}",
+        "A closer look at {t}",
+        "Notes on {t}",
+        "{t}, briefly",
+        "Digging into the {label} of {t}",
+        "What I found out about {t}",
+        "Looking up the {label} of {t}",
     ),
     "forum": (
         "Re: {q}",
-        "Question about {s}",
-        "Re: {label} of {s}?",
-        "Thread: {s}",
+        "Question about {t}",
+        "Re: {label} of {t}?",
+        "Thread: {t}",
         "{q} (answered)",
-        "Help: {label} of {s}",
-        "Does anyone know the {label} of {s}?",
+        "Help: {label} of {t}",
+        "Does anyone know the {label} of {t}?",
     ),
     "question": (
         "{q}",
@@ -641,6 +644,8 @@ SLOTS = (
     "S",
     "sp",
     "Sp",
+    "t",
+    "T",
     "v",
     "d",
     "av",
@@ -655,7 +660,7 @@ SLOTS = (
     "report",
     "year",
 )
-_OPENING_FIELD = re.compile(r"^\{(s|sp|av)\}")  # a field whose capitalised form opens a sentence
+_OPENING_FIELD = re.compile(r"^\{(s|sp|t|av)\}")  # a field whose capitalised form opens a sentence
 _VALUE_FIELD = re.compile(r"\{(v|d)\}")
 _YEAR_IN_TEXT = r"\b(?:1[0-9]{3}|20[0-9]{2})\b"
 _LITERALS: dict[str, int] = {"": 0}
@@ -840,13 +845,24 @@ def cited_since(facts: pl.DataFrame) -> np.ndarray:
     return np.where((facts["relation"] == OPEN).to_numpy(), np.maximum(since.to_numpy(), named), since.to_numpy())
 
 
-ABOUT = ("s", "S", "sp", "Sp", "q", "label", "Label")  # the slots that name a fact's subject and relation
+ABOUT = ("s", "S", "sp", "Sp", "t", "T", "q", "label", "Label")  # the slots that name a fact's subject and relation
 
 
-def about(subject: pl.Series, question: pl.Series, label: pl.Series) -> pl.DataFrame:
+def about(subject: pl.Series, question: pl.Series, label: pl.Series, relation: pl.Series) -> pl.DataFrame:
     """The ABOUT slots of each fact, in every form a template asks for; made once per fact, not per document."""
     owner = pl.select(possessive(pl.lit(subject))).to_series()
-    forms = (subject, _capital(subject), owner, _capital(owner), question, label, _capital(label))
+    topic = relation.replace_strict(TITLE_PREFIXES, default="", return_dtype=pl.String) + subject
+    forms = (
+        subject,
+        _capital(subject),
+        owner,
+        _capital(owner),
+        topic,
+        _capital(topic),
+        question,
+        label,
+        _capital(label),
+    )
     return pl.DataFrame(dict(zip(ABOUT, forms, strict=True)))
 
 

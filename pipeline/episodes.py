@@ -122,7 +122,9 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
     return SplitFacts(
         split=split,
         table=table.to_arrow().cast(facts.schema),
-        frame=documents.about(table["subject"], table["question"], label).with_columns(table["answer"]),
+        frame=documents.about(table["subject"], table["question"], label, table["relation"]).with_columns(
+            table["answer"]
+        ),
         truths=corruption.truths(table, pools, public),
         family=family,
         domain=domain,

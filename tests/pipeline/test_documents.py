@@ -217,7 +217,12 @@ def _rendered(
     family, domain, label = documents.topics(pl.Series([relation] * n), np.zeros(n, dtype=bool))
     title, content = documents.render(
         documents.Batch(
-            about=documents.about(pl.Series([subject] * n), pl.Series(["What does this fact answer?"] * n), label),
+            about=documents.about(
+                pl.Series([subject] * n),
+                pl.Series(["What does this fact answer?"] * n),
+                label,
+                pl.Series([relation] * n),
+            ),
             answer=pl.Series([claim if answer is None else answer] * n),
             claim=pl.Series([claim] * n),
             decoy=pl.Series([decoy] * n),
@@ -268,6 +273,20 @@ def test_a_symbol_is_never_written_about_as_an_element():
     assert all("platinum" in text for text in texts)
     assert any("the element with the symbol Pt is platinum" in text for text in texts)
     assert any(f.replace("{s}", "Pt") in text for text in texts for f in documents.FILLERS["symbol"])
+
+
+def test_a_title_names_a_symbol_as_a_symbol():
+    """ "Notes on Ra", "Cf: the facts behind the headlines", "Does anyone know the meaning of Cf?" read as no topic:
+    every title style names a symbol "the symbol Ra" (TITLE_PREFIXES), whatever the document claims, and never the
+    element; other subjects stay as they are ("Notes on iron")."""
+    titles = {text.split("\n", 1)[0] for text in _rendered("symbol_element", "Ra", "radium", "radon", n=3000)}
+    styles = [documents._capitalized(style) for genre, styles in documents.TITLES.items() for style in styles]
+    fixed = [style for style in styles if not re.search(r"\{(src|q)\}", style)]
+    forms = {"t": "the symbol Ra", "T": "The symbol Ra", "label": "meaning", "Label": "Meaning"}
+    assert {style.format(**forms) for style in fixed} <= titles and len(fixed) > 25
+    assert not [title for title in titles if re.search(r"(?<!symbol )\bRa\b|radium", title)]
+    iron = {text.split("\n", 1)[0] for text in _rendered("atomic_number", "iron", "26", "27")}
+    assert {"Notes on iron", "Iron in focus"} <= iron and not [title for title in iron if "symbol" in title]
 
 
 def test_element_names_are_lower_case_but_open_sentences_and_titles_capitalised():
