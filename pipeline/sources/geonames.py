@@ -166,6 +166,11 @@ _NO_THE = re.compile(r"^(South Georgia|Heard Island) and ")  # "Heard Island and
 # English text leaves out; "São Paulo" and "Kraków" keep their accents.
 _BEYOND_LATIN_1 = re.compile(r"[^\x00-\xff]")
 _PLURAL = re.compile(r"(Islands|Territories)$")  # "On which continent are the Cayman Islands?"
+# GeoNames names a city of two official languages by both, slashed ("Gasteiz / Vitoria", "Donostia / San Sebastián");
+# English text writes its double name, hyphenated, in the order GeoNames' alternate names give it ("Vitoria-Gasteiz",
+# "Donostia-San Sebastián"), else in GeoNames' order. Not one of the names alone: Vitória in Brazil and San Sebastián
+# in Guatemala are other cities, so that the question would have two answers.
+_BILINGUAL = " / "
 
 
 def country_name(listed: str) -> str:
@@ -181,8 +186,13 @@ def in_sentence(country: str) -> str:
 
 
 def city_name(city: dict) -> str:
-    """A city's name as English text writes it: its current name, transliteration marks left out."""
+    """A city's name as English text writes it: its current name, transliteration marks left out, both names of a
+    bilingual one as its double name (_BILINGUAL)."""
     name = current_name(city["name"].strip())
+    if _BILINGUAL in name:
+        parts = name.split(_BILINGUAL)
+        doubles = ("-".join(parts), "-".join(reversed(parts)))
+        name = next((other for other in city["alternatenames"] if other in doubles), doubles[0])
     return ascii_fold(name) if _BEYOND_LATIN_1.search(name) else name  # ascii_fold writes "’" and "ʻ" as "'"
 
 

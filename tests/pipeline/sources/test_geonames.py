@@ -83,6 +83,17 @@ def test_city_names_are_written_without_transliteration_marks(facts):
     assert not [name for name in cities if name[:1].isdigit()]  # "6th of October City" would open a sentence
 
 
+def test_a_bilingual_city_is_named_as_english_text_names_it(facts):
+    """GeoNames' "Gasteiz / Vitoria" is written "Vitoria-Gasteiz", the order its alternate names give; a double name
+    they do not list keeps GeoNames' order. Never one name alone (Vitória is a city in Brazil)."""
+    cities = set(facts.filter(pl.col("relation").str.starts_with("city_"))["subject"])
+    assert {"Vitoria-Gasteiz", "Donostia-San Sebastián"} <= cities
+    assert not [name for name in cities if "/" in name] and not cities & {"Vitoria", "San Sebastián"}
+    listed = {"name": "Arrasate / Mondragón", "alternatenames": ["Arrasate", "Mondragon", "Mondragón"]}
+    assert geonames.city_name(listed) == "Arrasate-Mondragón"
+    assert geonames.city_name({"name": "Laudio / Llodio", "alternatenames": ["Llodio-Laudio"]}) == "Llodio-Laudio"
+
+
 def test_a_city_named_city_is_asked_about_by_its_name(facts):
     """ "What is the population of Quezon City?", not "... of the city of Quezon City?"."""
     questions = facts.filter(pl.col("relation").str.starts_with("city_"))["question"]
