@@ -89,7 +89,8 @@ def layout(d: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-_RELATIVE = ("content_chars", "title_chars", "sentences", "corroborations", "cited")
+_COUNTED = ("content_chars", "title_chars", "sentences", "corroborations")  # layout columns, read from `layout`
+_RELATIVE = (*_COUNTED, "cited")
 _SHARED = ("frame", "title", "source", "body")
 
 
@@ -98,7 +99,7 @@ def relative_layout(d: pl.DataFrame) -> pl.DataFrame:
     from the others' is the skill trained, not a tell): each length and count and the cited year as a z-score within
     the episode (0 where the episode's are all equal), and how many of the other seven share its claim template,
     title template, source and authority. `d` holds whole episodes."""
-    own = layout(d).select(*_RELATIVE[:-1], "frame", "source", "body")
+    own = layout(d).select(*_COUNTED, "frame", "source", "body")
     own = own.with_columns(
         cited=d["content"].str.extract(_CITED_YEAR).cast(pl.Float64, strict=False),
         title=pl.Series([skeleton(t) for t in d["title"]]),
