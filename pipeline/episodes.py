@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from pipeline import corruption, documents, engines, hiddenkey
 from pipeline.checksums import file_sha256
+from pipeline.interrupts import interruptible
 from pipeline.params import (
     DEFAULT_PARAMS,
     EpisodesParams,
@@ -549,32 +550,33 @@ def main(
     """The stage: always writes the answers folder (default: `answers` beside out_dir), a DVC output even when
     nothing is hidden (then its manifest lists no shard). Bad params or a missing or corrupt facts table end it
     with a one-line message (exit status 1) before any work, as does a hidden build without its key
-    (`hiddenkey.KEY_ENV`)."""
+    (`hiddenkey.KEY_ENV`); Ctrl-C ends it in one line too (exit status 130), its staging folders removed."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.perf_counter()
-    try:
-        data = read_params(params_file)
-        params = check_pipeline(data, params_file)["episodes"]
-        seed_ = seed(data, params_file)
-        answers_dir = _beside(out_dir, "answers") if answers_dir is None else answers_dir
-        key = hiddenkey.read_key() if params.hidden_test else None
-        total = sum(params.counts().values())
-        # Drawn after a second: a facts table build_episodes refuses at once (FactsError) leaves only its line.
-        with tqdm(total=total, unit="episodes", unit_scale=True, desc="episodes", delay=1.0) as bar:
-            manifest = build_episodes(
-                facts_dir,
-                out_dir,
-                params,
-                seed_,
-                answers_dir=answers_dir,
-                hidden_key=key,
-                progress=lambda info: bar.update(info.num_rows),
-                audit=AUDIT_SECTION.read_text() if AUDIT_SECTION.is_file() else "",
-            )
-    except (ParamsError, FactsError, hiddenkey.HiddenKeyError, OutputError) as err:
-        raise SystemExit(f"episodes: {err}") from None
-    except OSError as err:  # the disk filled up, or a folder became unwritable, mid-build: nothing is left staged
-        raise SystemExit(f"episodes: writing the dataset failed: {err}") from None
+    with interruptible("episodes", also=(engines.Cancelled,)):
+        try:
+            data = read_params(params_file)
+            params = check_pipeline(data, params_file)["episodes"]
+            seed_ = seed(data, params_file)
+            answers_dir = _beside(out_dir, "answers") if answers_dir is None else answers_dir
+            key = hiddenkey.read_key() if params.hidden_test else None
+            total = sum(params.counts().values())
+            # Drawn after a second: a facts table build_episodes refuses at once (FactsError) leaves only its line.
+            with tqdm(total=total, unit="episodes", unit_scale=True, desc="episodes", delay=1.0) as bar:
+                manifest = build_episodes(
+                    facts_dir,
+                    out_dir,
+                    params,
+                    seed_,
+                    answers_dir=answers_dir,
+                    hidden_key=key,
+                    progress=lambda info: bar.update(info.num_rows),
+                    audit=AUDIT_SECTION.read_text() if AUDIT_SECTION.is_file() else "",
+                )
+        except (ParamsError, FactsError, hiddenkey.HiddenKeyError, OutputError) as err:
+            raise SystemExit(f"episodes: {err}") from None
+        except OSError as err:  # the disk filled up, or a folder became unwritable, mid-build: nothing is left staged
+            raise SystemExit(f"episodes: writing the dataset failed: {err}") from None
     seconds = time.perf_counter() - started
     if manifest.hidden_splits:
         log.info(

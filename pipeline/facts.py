@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import hiddenkey
+from pipeline.interrupts import interruptible
 from pipeline.params import (
     DEFAULT_PARAMS,
     FactsParams,
@@ -149,21 +150,22 @@ def write_facts(table: pa.Table, out_dir: Path) -> None:
 def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
     """The stage; bad params, an output that is no folder, an unreadable Hub source, or a build with a hidden split
     (episodes.hidden_test) without its key, end it with a one-line message (exit status 1) before anything is
-    written."""
+    written; so does Ctrl-C (exit status 130)."""
     start = time.perf_counter()
-    try:
-        output_folder(out_dir)
-        data = read_params(params_path)
-        sections = check_pipeline(data, params_path)
-        build_seed = seed(data, params_path)
-        hidden = sections["episodes"].hidden_test
-        table = build_facts(sections["facts"], build_seed, hidden_key=hiddenkey.read_key() if hidden else None)
-    except (ParamsError, hiddenkey.HiddenKeyError, hub.HubSourceError, OutputError) as err:
-        raise SystemExit(f"facts: {err}") from None
-    try:
-        write_facts(table, out_dir)
-    except OSError as err:  # the disk filled up: the previous facts are left as they were
-        raise SystemExit(f"facts: writing {out_dir} failed: {err}") from None
+    with interruptible("facts"):
+        try:
+            output_folder(out_dir)
+            data = read_params(params_path)
+            sections = check_pipeline(data, params_path)
+            build_seed = seed(data, params_path)
+            hidden = sections["episodes"].hidden_test
+            table = build_facts(sections["facts"], build_seed, hidden_key=hiddenkey.read_key() if hidden else None)
+        except (ParamsError, hiddenkey.HiddenKeyError, hub.HubSourceError, OutputError) as err:
+            raise SystemExit(f"facts: {err}") from None
+        try:
+            write_facts(table, out_dir)
+        except OSError as err:  # the disk filled up: the previous facts are left as they were
+            raise SystemExit(f"facts: writing {out_dir} failed: {err}") from None
     summary = summarise(table)
     log.info(
         "facts: %d in %.1f s → %s | by source %s | by split %s",

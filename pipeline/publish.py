@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
 from pipeline.filechecks import check_files, published_schemas
+from pipeline.interrupts import interruptible
 from pipeline.params import HubParams, ParamsError, check_pipeline, read_params, stage_parser
 from pipeline.schema import CARD_NAME, MANIFEST_NAME, ManifestError
 from pipeline.writer import OutputError, output_file, read_manifest
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 FOLDER = Path("data/episodes")
 METRICS = Path("data/metrics/dataset.json")
 RECEIPT = Path("data/publish/receipt.json")
+# An interrupted run (Ctrl-C) may have uploaded part of the folder, or all of it untagged; the receipt is gone already.
+RESUME = "no receipt was written; re-run `dvc repro publish` to resume (files already uploaded are skipped)"
 # Forced: a token is no DVC dependency, so a stage that skipped for want of one is otherwise up to date for DVC.
 HOW_TO_ENABLE = (
     "set hub.repo_id in params.yaml (e.g. your-org/context-corruption), export HF_TOKEN and run "
@@ -238,31 +241,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--receipt", type=Path, default=RECEIPT, help="what was pushed, or why not" + default)
     parser.add_argument("--metrics", type=Path, default=METRICS, help="validate's metrics of the folder" + default)
     args = parser.parse_args(argv)
-    try:
-        output_file(args.receipt).unlink(missing_ok=True)  # a stale receipt must never vouch for this run
-        hub = check_pipeline(read_params(args.params), args.params)["hub"]
-        token = get_token()
-        reason = skip_reason(hub, token)
-        if reason:
-            log.warning("Publishing skipped: %s. To publish, %s.", reason, HOW_TO_ENABLE)
-            receipt = Receipt(status="skipped", reason=reason)
-        else:
-            receipt = publish(args.folder, hub, token, metrics=args.metrics)
-            log.info(
-                "Published %d files (%d bytes): %s (commit %s)",
-                receipt.files,
-                receipt.bytes,
-                receipt.url,
-                receipt.commit,
-            )
-    except (ParamsError, PublishError, OutputError) as err:
-        log.error("publish: %s", err)
-        return 1
-    try:
-        write_receipt(receipt, args.receipt)
-    except OSError as err:  # published (or skipped) already: say so, and that no receipt vouches for it
-        log.error("publish: %s, but writing %s failed: %s", receipt.status, args.receipt, err)
-        return 1
+    with interruptible("publish", RESUME):
+        try:
+            output_file(args.receipt).unlink(missing_ok=True)  # a stale receipt must never vouch for this run
+            hub = check_pipeline(read_params(args.params), args.params)["hub"]
+            token = get_token()
+            reason = skip_reason(hub, token)
+            if reason:
+                log.warning("Publishing skipped: %s. To publish, %s.", reason, HOW_TO_ENABLE)
+                receipt = Receipt(status="skipped", reason=reason)
+            else:
+                receipt = publish(args.folder, hub, token, metrics=args.metrics)
+                log.info(
+                    "Published %d files (%d bytes): %s (commit %s)",
+                    receipt.files,
+                    receipt.bytes,
+                    receipt.url,
+                    receipt.commit,
+                )
+        except (ParamsError, PublishError, OutputError) as err:
+            log.error("publish: %s", err)
+            return 1
+        try:
+            write_receipt(receipt, args.receipt)
+        except OSError as err:  # published (or skipped) already: say so, and that no receipt vouches for it
+            log.error("publish: %s, but writing %s failed: %s", receipt.status, args.receipt, err)
+            return 1
     return 0
 
 

@@ -26,6 +26,7 @@ from pipeline.filechecks import (
     published_schemas,
     row_group_problems,
 )
+from pipeline.interrupts import interruptible
 from pipeline.invariants import EPISODE_VIOLATIONS, INVARIANTS, NORMALIZE_MACROS, checked_sql, sql_literal
 from pipeline.schema import MANIFEST_NAME, VISIBLE_COLUMNS, ManifestError, ShardInfo
 from pipeline.writer import OutputError, output_file, read_manifest
@@ -36,6 +37,9 @@ DATA_DIR = Path("data/episodes")
 ANSWERS_DIR = Path("data/answers")
 METRICS_PATH = Path("data/metrics/dataset.json")
 MAX_EXAMPLES = 10
+# What DuckDB raises (a RuntimeError) for a Ctrl-C mid-query: its Python client takes the signal and drops the
+# KeyboardInterrupt (duckdb_python's CompletePendingQuery).
+DUCKDB_INTERRUPTED = "Query interrupted"
 
 
 def connect(
@@ -137,19 +141,24 @@ def violation_message(metrics: dict) -> str:
 
 def main(data_dir: Path = DATA_DIR, answers_dir: Path = ANSWERS_DIR, metrics_path: Path = METRICS_PATH) -> None:
     """The stage; a folder it cannot check (ManifestError) or a metrics path it cannot write (OutputError, before
-    any work) ends it with a one-line message (exit status 1)."""
+    any work) ends it with a one-line message (exit status 1); so does Ctrl-C (exit status 130), no metrics written."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.perf_counter()
-    try:
-        output_file(metrics_path)
-        metrics = validate(data_dir, progress=True, answers=answers_dir)
-    except (ManifestError, OutputError) as err:
-        raise SystemExit(f"validate: {err}") from None
-    try:
-        metrics_path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(metrics_path, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    except OSError as err:  # the disk filled up: no metrics, so nothing vouches for the build
-        raise SystemExit(f"validate: writing {metrics_path} failed: {err}") from None
+    with interruptible("validate"):
+        try:
+            output_file(metrics_path)
+            metrics = validate(data_dir, progress=True, answers=answers_dir)
+        except (ManifestError, OutputError) as err:
+            raise SystemExit(f"validate: {err}") from None
+        except RuntimeError as err:
+            if str(err) != DUCKDB_INTERRUPTED:
+                raise
+            raise KeyboardInterrupt from None
+        try:
+            metrics_path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(metrics_path, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        except OSError as err:  # the disk filled up: no metrics, so nothing vouches for the build
+            raise SystemExit(f"validate: writing {metrics_path} failed: {err}") from None
     if message := violation_message(metrics):
         raise SystemExit(message)
     log.info(

@@ -186,22 +186,28 @@ def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(f
                 os.kill(pid, signal.SIGKILL)
 
 
-def test_ctrl_c_stops_an_episodes_stage_with_idle_workers_and_leaves_nothing(facts_dir, tmp_path):
+@pytest.mark.parametrize("ignored", [False, True], ids=["foreground", "sigint-ignored"])
+def test_ctrl_c_stops_an_episodes_stage_with_idle_workers_and_leaves_nothing(facts_dir, tmp_path, ignored):
     """Ctrl-C reaches the whole process group: idle pool workers died of it, and the stage then waited for them in
-    the pool's shutdown forever (it needed a SIGKILL). Only the stage process takes it now."""
+    the pool's shutdown forever (it needed a SIGKILL). Only the stage process takes it now, and it ends in one line
+    (exit status 130), not tracebacks; so does a stage that ignores SIGINT (`cmd &` in a script), whose workers take
+    it and stop their shards."""
     # 4 shards over the stage process and 6 workers: those given the small held-out shards are soon idle
     episodes = SMALL_EPISODES.model_copy(update={"train": 240_000, "shard_rows": 131_072, "workers": 7})
     write_params(tmp_path, episodes=episodes)
     shutil.copytree(facts_dir, tmp_path / "data" / "facts")
     partial = tmp_path / "data" / ".episodes.partial"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    stage = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.episodes"],
-        cwd=tmp_path,
-        env=env,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-    )
+    stderr = tmp_path / "stderr.txt"
+    with stderr.open("w") as err:
+        stage = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.episodes"],
+            cwd=tmp_path,
+            env=env,
+            stderr=err,
+            start_new_session=True,  # its own process group, as a terminal's foreground job
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None,
+        )
     workers: set[int] = set()
     try:
         deadline = time.monotonic() + 120
@@ -212,9 +218,13 @@ def test_ctrl_c_stops_an_episodes_stage_with_idle_workers_and_leaves_nothing(fac
         workers = children(stage.pid)
         assert stage.poll() is None and not any(partial.glob("data/train-*")), "the train shards were done too soon"
         os.killpg(stage.pid, signal.SIGINT)
-        assert stage.wait(timeout=60) != 0
+        assert stage.wait(timeout=60) == 130, stderr.read_text()[-3000:]
         assert not wait_gone(workers, 5), "workers of the interrupted stage still run"
         assert not partial.exists() and not (tmp_path / "data" / "episodes").exists()
+        text = stderr.read_text()
+        assert "Traceback" not in text
+        last = text.replace("\r", "\n").splitlines()[-1]  # after the progress bar's redraws
+        assert last == "episodes: interrupted; nothing was written"
     finally:
         if stage.poll() is None:
             os.killpg(stage.pid, signal.SIGKILL)

@@ -164,6 +164,26 @@ def test_main_writes_the_stage_output(tmp_path):
     assert pq.read_table(out / "facts.parquet").equals(expected)
 
 
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("step", ["build_facts", "summarise"], ids=["building", "writing"])
+def test_ctrl_c_ends_the_stage_in_one_line_and_leaves_the_previous_facts(tmp_path, monkeypatch, caplog, step):
+    out = tmp_path / "facts"
+    change = {"sources": ["elements"]}
+    main(_params_file(tmp_path, **change), out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    monkeypatch.setattr(f"pipeline.facts.{step}", _interrupt)  # summarise: called after facts.parquet is staged
+
+    with pytest.raises((SystemExit, KeyboardInterrupt)) as raised:  # one let through fails this test, not the session
+        main(_params_file(tmp_path, **change), out)
+
+    assert raised.type is SystemExit and raised.value.code == 130
+    assert caplog.messages[-1] == "facts: interrupted; nothing was written"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before, "no temporary file is left"
+
+
 def test_a_bad_source_list_is_the_one_error_when_revisions_name_its_sources(tmp_path):
     change = {"sources": ["geonames", "wikipedia", "popqa"], "hub_revisions": {"popqa": "v1"}}
     with pytest.raises(SystemExit) as raised:

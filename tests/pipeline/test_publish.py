@@ -16,6 +16,7 @@ from huggingface_hub import HfApi, snapshot_download
 from pipeline.checksums import file_sha256
 from pipeline.episodes import build_episodes
 from pipeline.publish import METRICS
+from pipeline.publish import main as publish_main
 from pipeline.schema import MANIFEST_NAME, Manifest
 from pipeline.validate import main as validate_main
 from pipeline.writer import write_manifest
@@ -301,6 +302,27 @@ def test_an_interrupted_publish_completes_when_re_run(project, hub, route, commi
     assert len(hub.history(REPO)) == 2, "the re-run uploads only what is missing"
     assert remote_dataset(hub, "v1") == local_files(project / "data" / "episodes")
     assert receipt(project)["commit"] == hub.tags(REPO)["v1"]
+
+
+def test_ctrl_c_mid_upload_ends_in_one_line_and_leaves_no_receipt(tmp_path, monkeypatch, caplog):
+    def interrupted_upload(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("pipeline.publish.get_token", lambda: TOKEN)
+    monkeypatch.setattr("pipeline.publish.publish", interrupted_upload)
+    write_hub_params(tmp_path, repo_id=REPO)
+    stale = tmp_path / "receipt.json"
+    stale.write_text('{"status": "published"}\n')
+
+    with pytest.raises((SystemExit, KeyboardInterrupt)) as raised:  # one let through fails this test, not the session
+        publish_main(["--params", str(tmp_path / "params.yaml"), "--receipt", str(stale)])
+
+    assert raised.type is SystemExit and raised.value.code == 130
+    assert caplog.messages == [
+        "publish: interrupted; no receipt was written; re-run `dvc repro publish` to resume (files already uploaded "
+        "are skipped)"
+    ]
+    assert not stale.exists()
 
 
 def test_a_tag_never_moves_and_a_new_tag_mirrors_the_folder(project, hub, facts_dir):

@@ -278,6 +278,43 @@ def test_stage_writes_metrics_and_fails_on_violation(tmp_path):
     assert "max_budget: 1 violations, e.g. [9]" in failed.stderr
 
 
+# The stage with its episode checks replaced by a query that runs until interrupted, and a SIGINT once the stage's
+# thread has spent 0.2 s of CPU time in that query, so DuckDB's own loop takes the signal, not Python's. One DuckDB
+# thread: with more, DuckDB at times never looks for the signal (seen with duckdb 2.0), and this query never ends.
+ENDLESS_CHECK = """
+import os, signal, threading, time
+from pipeline import validate
+
+def interrupt(clock, start):
+    while time.clock_gettime(clock) < start + 0.2:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+def endless_check():
+    clock = time.pthread_getcpuclockid(threading.get_ident())
+    threading.Thread(target=interrupt, args=(clock, time.clock_gettime(clock))).start()
+    return "SET threads = 1; SELECT count(*) FROM range(1000000000000000) t(x) WHERE x % 7 = 3"
+
+validate.checked_sql = endless_check
+validate.cli()
+"""
+
+
+def test_ctrl_c_mid_query_ends_the_stage_in_one_line_and_writes_no_metrics(tmp_path):
+    """DuckDB takes the SIGINT itself and raises RuntimeError('Query interrupted'): it was a traceback."""
+    write_folder(tmp_path / "data" / "episodes", COUNTS, row_group_rows=GROUP)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    done = subprocess.run(
+        [sys.executable, "-c", ENDLESS_CHECK], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.replace("\r", "\n").splitlines()[-1] == "validate: interrupted; nothing was written"
+    assert not (tmp_path / "data" / "metrics").exists()
+
+
 def test_missing_manifest_is_a_clear_error(tmp_path):
     with pytest.raises(ManifestError, match="manifest.json: missing; build the dataset"):
         validate(tmp_path)

@@ -1,0 +1,28 @@
+"""Ctrl-C on a stage: one line and a shell's exit status for SIGINT, never a traceback.
+
+The facts, episodes and validate stages write under temporary names until their last rename and remove them as the
+interrupt unwinds (the episodes stage's staging folders, `pipeline.writer.staging`; the facts and metrics files), so
+an interrupted one has written nothing; the publish stage says instead what an interrupted upload leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+log = logging.getLogger(__name__)
+INTERRUPTED_STATUS = 130  # 128 + SIGINT: what a shell reports for a command Ctrl-C ended, and what DVC passes on
+
+
+@contextmanager
+def interruptible(
+    stage: str, left: str = "nothing was written", also: tuple[type[BaseException], ...] = ()
+) -> Iterator[None]:
+    """A stage's work: an interrupt ends it with `stage: interrupted; left` (exit status 130). `also`: errors that
+    stand for the interrupt when a worker process took it (a pool worker's `engines.Cancelled`)."""
+    try:
+        yield
+    except (KeyboardInterrupt, *also):
+        log.error("%s: interrupted; %s", stage, left)
+        raise SystemExit(INTERRUPTED_STATUS) from None
