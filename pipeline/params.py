@@ -149,15 +149,34 @@ class EpisodesParams(_Section):
             )
         shards = sum(shard_count(rows, self.shard_rows, self.shard_multiple) for rows in self.counts().values())
         if shards > MAX_SHARDS:  # checked before the plans are made: a typo's extra zeros would make millions
-            raise ValueError(
-                f"the splits make {shards:,} shards of at most shard_rows ({self.shard_rows:,}) rows; the data/ "
-                f"folder takes at most {MAX_SHARDS:,} (the Hub's advice per folder): fewer episodes or more shard_rows"
-            )
+            raise ValueError(self._too_many_shards(shards))
         try:
             self.shard_plans()
         except ValueError as err:
             raise ValueError(f"shard_multiple ({self.shard_multiple}): {err}") from None
         return self
+
+    def _too_many_shards(self, shards: int) -> str:
+        """Name the key to change: shard_multiple where its rounding up, not the rows, passes the limit."""
+        limit = f"the data/ folder takes at most {MAX_SHARDS:,} (the Hub's advice per folder)"
+        least = len(SPLITS) * self.shard_multiple
+        if least > MAX_SHARDS:
+            return (
+                f"shard_multiple ({self.shard_multiple:,}) makes each split at least {self.shard_multiple:,} shards, "
+                f"{least:,} in all whatever shard_rows is; {limit}: a shard_multiple of at most "
+                f"{MAX_SHARDS // len(SPLITS):,}"
+            )
+        needed = sum(shard_count(rows, self.shard_rows, 1) for rows in self.counts().values())
+        if needed <= MAX_SHARDS:
+            return (
+                f"shard_multiple ({self.shard_multiple:,}) rounds each split's shards up to a multiple of it: "
+                f"{shards:,} in all, where shard_rows ({self.shard_rows:,}) needs {needed:,}; {limit}: a smaller "
+                "shard_multiple or more shard_rows"
+            )
+        return (
+            f"the splits make {shards:,} shards of at most shard_rows ({self.shard_rows:,}) rows; {limit}: fewer "
+            "episodes or more shard_rows"
+        )
 
     def shard_plans(self) -> list[ShardPlan]:
         return plan_shards(self.counts(), self.shard_rows, self.row_group_rows, self.shard_multiple)

@@ -100,11 +100,12 @@ def test_a_missing_later_section_fails_a_stage_before_its_work(tmp_path, stage):
     ("episodes", "files", "needles"),
     [
         ({"workers": 0}, {}, ["params.yaml: episodes.workers: "]),
+        ({"shard_multiple": 4000}, {}, ["shard_multiple (4,000) makes each split at least 4,000 shards, 12,000 in"]),
         ({}, {}, [f"{FACTS}: no facts table; run the facts stage"]),
         # A truncated file: no Parquet footer. With workers: 2 it used to surface as a BrokenProcessPool.
         ({}, {FACTS: b"PAR1" + bytes(60)}, [f"{FACTS}: not a Parquet file (", "); re-run the facts stage"]),
     ],
-    ids=["bad-param", "missing-facts", "corrupt-facts"],
+    ids=["bad-param", "forced-shards", "missing-facts", "corrupt-facts"],
 )
 def test_episodes_stage_names_bad_params_and_facts_before_any_work(tmp_path, episodes, files, needles):
     result = run_stage("episodes", project(tmp_path, episodes=episodes, files=files))

@@ -38,6 +38,21 @@ def test_repository_params_are_valid():
         ("episodes", EpisodesParams, {"row_group_rows": 1000}, "multiple of row_group_rows"),
         ("episodes", EpisodesParams, {"shard_multiple": 0}, "episodes.shard_multiple"),
         ("episodes", EpisodesParams, {"train": 10**12}, "the splits make 15,258,808 shards of at most shard_rows"),
+        # Too many shards that shard_multiple forces, not the rows: it is the key to change.
+        (
+            "episodes",
+            EpisodesParams,
+            {"shard_multiple": 4000},
+            r"episodes: Value error, shard_multiple \(4,000\) makes each split at least 4,000 shards, 12,000 in all "
+            r"whatever shard_rows is; .*: a shard_multiple of at most 3,333",
+        ),
+        (
+            "episodes",
+            EpisodesParams,
+            {"shard_rows": 128, "shard_multiple": 3000},
+            r"shard_multiple \(3,000\) rounds each split's shards up to a multiple of it: 15,000 in all, where "
+            r"shard_rows \(128\) needs 8,127; .*: a smaller shard_multiple or more shard_rows",
+        ),
         ("episodes", EpisodesParams, {"shard_rows": 2**70}, "episodes.shard_rows: Input should be less than or equal"),
         ("episodes", EpisodesParams, {"test": 300, "shard_multiple": 8}, r"shard_multiple \(8\): test: 300 rows"),
         ("facts", FactsParams, {"sources": ["geonames", "wikipedia"]}, "facts.sources"),
