@@ -39,16 +39,14 @@ from pipeline.writer import OutputError, output_folder
 log = logging.getLogger(__name__)
 OUT_DIR = Path("data/facts")
 SUMMARY_KEYS = ("source", "split", "answer_type", "relation")
+MALFORMED_KEY = b"malformed_rows"  # metadata: the Hub sources' rows left out (hub.Malformed), for summary.json
 
-Loader = Callable[[FactsParams, int, Mapping[str, hub.Location]], pl.DataFrame]
+Loader = Callable[[FactsParams, int], pl.DataFrame]
+# The offline sources; the Hub's are hub.LOADERS, read where `hub.locate` says.
 LOADERS: dict[str, Loader] = {
-    "geonames": lambda params, seed, hubs: geonames.facts(),
-    "elements": lambda params, seed, hubs: elements.facts(),
-    "synthetic": lambda params, seed, hubs: synthetic.facts(seed, params.synthetic_entities, build_pools(seed)),
-    **{
-        name: (lambda params, seed, hubs, name=name: hub.LOADERS[name](hubs[name], params.hub_limit))
-        for name in hub.LOADERS
-    },
+    "geonames": lambda params, seed: geonames.facts(),
+    "elements": lambda params, seed: elements.facts(),
+    "synthetic": lambda params, seed: synthetic.facts(seed, params.synthetic_entities, build_pools(seed)),
 }
 
 
@@ -89,8 +87,9 @@ def build_facts(
 
     `hub_paths` overrides `params.hub_paths`: the Hub dataset id of nq_open / popqa / faitheval, or a local folder;
     each is read at the commit its `facts.hub_revisions` entry names now (a local folder as it is), recorded in the
-    table's metadata (HUB_SOURCES_KEY). With the key of a build with a hidden split, the synthetic facts come from a
-    keyed seed and the table's metadata names the key (`hiddenkey.fingerprint`), which the episodes stage checks.
+    table's metadata (HUB_SOURCES_KEY), as are the rows each left out as malformed (MALFORMED_KEY). With the key of
+    a build with a hidden split, the synthetic facts come from a keyed seed and the table's metadata names the key
+    (`hiddenkey.fingerprint`), which the episodes stage checks.
     """
     entity_seed = seed if hidden_key is None else hiddenkey.synthetic_seed(hidden_key, seed)
     paths = params.hub_paths | (hub_paths or {})
@@ -99,7 +98,8 @@ def build_facts(
         for name in params.sources
         if name in hub.LOADERS
     }
-    frames = [LOADERS[name](params, entity_seed, hubs) for name in params.sources]
+    read = {name: hub.LOADERS[name](where, params.hub_limit) for name, where in hubs.items()}
+    frames = [read[name].facts if name in read else LOADERS[name](params, entity_seed) for name in params.sources]
     facts = deduplicate(pl.concat(frames))
     splits = assign_splits(facts["fact_id"].to_list(), params.split_weights)
     facts = facts.with_columns(split=pl.Series(splits, dtype=pl.String)).sort("fact_id")
@@ -113,16 +113,25 @@ def build_facts(
         metadata[hiddenkey.FINGERPRINT_KEY] = hiddenkey.fingerprint(hidden_key).encode()
     if hubs:
         metadata[HUB_SOURCES_KEY] = json.dumps({name: where._asdict() for name, where in hubs.items()}).encode()
+    if malformed := {name: got.malformed._asdict() for name, got in read.items() if got.malformed}:
+        metadata[MALFORMED_KEY] = json.dumps(malformed).encode()
     return facts.select(FACT_SCHEMA.names).to_arrow().cast(FACT_SCHEMA).replace_schema_metadata(metadata)
 
 
 def summarise(table: pa.Table) -> dict:
-    """Counts per source, split, answer type and relation, and where each Hub source was read (path, commit)."""
+    """Counts per source, split, answer type and relation, where each Hub source was read (path, commit), and the
+    rows a Hub source left out as malformed (how many, of how many read, and the first)."""
     frame = pl.from_arrow(table)
     counts = {key: dict(sorted(frame.group_by(key).len().iter_rows())) for key in SUMMARY_KEYS}
     hubs = hub_sources(table.schema.metadata)
+    malformed = json.loads((table.schema.metadata or {}).get(MALFORMED_KEY, b"{}"))
     by = {f"by_{key}": value for key, value in counts.items()}
-    return {"facts": table.num_rows, **by, **({"hub_sources": hubs} if hubs else {})}
+    return {
+        "facts": table.num_rows,
+        **by,
+        **({"hub_sources": hubs} if hubs else {}),
+        **({"malformed_rows": malformed} if malformed else {}),
+    }
 
 
 def write_facts(table: pa.Table, out_dir: Path) -> None:
@@ -167,13 +176,18 @@ def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
         except OSError as err:  # the disk filled up: the previous facts are left as they were
             raise SystemExit(f"facts: writing {out_dir} failed: {err}") from None
     summary = summarise(table)
+    left_out = "".join(
+        f" | {name}: {rows['skipped']} malformed of {rows['read']} rows left out (first: {rows['first']})"
+        for name, rows in summary.get("malformed_rows", {}).items()
+    )
     log.info(
-        "facts: %d in %.1f s → %s | by source %s | by split %s",
+        "facts: %d in %.1f s → %s | by source %s | by split %s%s",
         table.num_rows,
         time.perf_counter() - start,
         out_dir,
         summary["by_source"],
         summary["by_split"],
+        left_out,
     )
 
 

@@ -165,7 +165,10 @@ def canonical_number(answer: str) -> tuple[str, list[str]]:
     """Integers get thousands separators (the plain form becomes an alias); everything else is kept as is."""
     text = answer.strip()
     if _INTEGER.fullmatch(text) and not (re.fullmatch(r"\d{4}", text) and 1000 <= int(text) <= 2100):
-        value = int(text.replace(",", ""))
+        try:
+            value = int(text.replace(",", ""))
+        except ValueError:  # more digits than int() reads (sys.get_int_max_str_digits): a Hub cell, no count
+            return text, []
         canonical = quantity(value)
         return canonical, [alias for alias in dict.fromkeys([text, str(value)]) if alias != canonical]
     return text, []

@@ -2,8 +2,10 @@
 
 Each loader takes the dataset path (the Hub id by default, or a local folder with the same files) and the commit
 to read it at (`locate`: a tag or branch resolves to its commit, which the facts table records, so a build can be
-pinned and repeated), and keeps only short answers (at most five words), with their aliases. Off by default: the
-build machines reach package registries only.
+pinned and repeated), and keeps only short answers (at most five words), with their aliases. A row whose cell is
+not what its loader reads (null, not text, PopQA's lists not JSON) is left out and counted, naming the first such row:
+a handful of bad rows in a real dataset leave the rest usable; a source none of whose rows can be read fails the stage.
+Off by default: the build machines reach package registries only.
 """
 
 from __future__ import annotations
@@ -47,6 +49,26 @@ _NEEDS_OPTIONS = re.compile(
 
 class HubSourceError(RuntimeError):
     """A Hub source could not be read, or does not have the columns its loader reads."""
+
+
+class Malformed(NamedTuple):
+    """Rows a loader left out because a cell is not what it reads: how many, of how many read, and the first
+    ("test row 1 (id 1581540): possible_answers is not a JSON list: ...", its row counted from 0 in its split)."""
+
+    skipped: int
+    read: int
+    first: str
+
+
+class HubFacts(NamedTuple):
+    """A Hub source's facts, and its malformed rows (None when there were none)."""
+
+    facts: pl.DataFrame
+    malformed: Malformed | None
+
+
+class _BadCell(ValueError):
+    """A cell that is not what its loader reads: the message names the column and what the cell holds."""
 
 
 class Location(NamedTuple):
@@ -118,9 +140,68 @@ def _rows(source: str, where: Location, split: str, limit: int, columns: set[str
     return rows
 
 
-def _json_list(value: object) -> list:
+def _read(
+    source: str, where: Location, split: str, limit: int, columns: set[str], add: Callable[[FactRows, dict], None]
+) -> HubFacts:
+    """`add` each of the first `limit` rows of `split`; a row with a bad cell is left out and counted. A source whose
+    every row read is bad is not the dataset its loader reads (another schema): that is a HubSourceError."""
+    rows, skipped, read, first = FactRows(source), 0, 0, ""
+    for read, row in enumerate(_rows(source, where, split, limit, columns), start=1):
+        try:
+            add(rows, row)
+        except _BadCell as err:
+            skipped += 1
+            first = first or f"{split} row {read - 1}{_row_id(row)}: {err}"
+    if read and skipped == read:
+        raise HubSourceError(
+            f"{source} at {where.path!r}: none of the {read} rows read is what its loader reads (first: {first}); "
+            f"name a copy of {DEFAULT_PATHS[source]} in facts.hub_paths, or remove {source} from facts.sources"
+        )
+    return HubFacts(rows.frame(), Malformed(skipped, read, first) if skipped else None)
+
+
+def _row_id(row: dict) -> str:
+    return f" (id {_shown(row['id'])})" if row.get("id") is not None else ""
+
+
+def _shown(value: object) -> str:
+    """A cell as its repr, cut short: a bad cell may hold anything."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _text(value: object, column: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _BadCell(f"{column} is not text: {_shown(value)}")
+    return value
+
+
+def _texts(value: object, column: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _BadCell(f"{column} is not a list of texts: {_shown(value)}")
+    return value
+
+
+def _key(value: object, column: str) -> int | str:
+    """An id: text, or a whole number (an empty cell makes the TSV reader read the column as floats: 4222362.0)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).strip():
+        raise _BadCell(f"{column} is no id: {_shown(value)}")
+    return value
+
+
+def _json_list(value: object, column: str) -> list:
     """PopQA stores lists as JSON strings; an empty cell reads back as a missing value."""
-    return json.loads(value) if isinstance(value, str) and value.strip() else []
+    if value is None or isinstance(value, str) and not value.strip():
+        return []
+    try:
+        decoded = json.loads(value) if isinstance(value, str) else None
+    except (ValueError, RecursionError):  # RecursionError: brackets nested beyond what the parser follows
+        decoded = None
+    if not isinstance(decoded, list):
+        raise _BadCell(f"{column} is not a JSON list: {_shown(value)}")
+    return decoded
 
 
 def is_short(answer: str) -> bool:
@@ -161,62 +242,70 @@ def _unarticled(text: str) -> list[str]:
     return [bare] if bare and bare != text else []
 
 
-def nq_open(where: Location, limit: int, split: str = "train") -> pl.DataFrame:
+def nq_open(where: Location, limit: int, split: str = "train") -> HubFacts:
     """nq_open rows: question (str), answer (list[str]); the first short answer is canonical."""
-    rows = FactRows("nq_open")
-    for row in _rows("nq_open", where, split, limit, {"question", "answer"}):
-        answers = [a.strip() for a in row["answer"] if is_short(a)]
-        if answers:
-            question = as_question(row["question"])
-            digest = hashlib.blake2b(row["question"].strip().lower().encode(), digest_size=8).hexdigest()
-            _add(rows, f"nq_open:{digest}", OPEN, question, question, answers)
-    return rows.frame()
+    return _read("nq_open", where, split, limit, {"question", "answer"}, _nq_open_fact)
 
 
-def popqa(where: Location, limit: int, split: str = "test") -> pl.DataFrame:
+def _nq_open_fact(rows: FactRows, row: dict) -> None:
+    text = _text(row["question"], "question")
+    answers = [a.strip() for a in _texts(row["answer"], "answer") if is_short(a)]
+    if answers:
+        question = as_question(text)
+        digest = hashlib.blake2b(text.strip().lower().encode(), digest_size=8).hexdigest()
+        _add(rows, f"nq_open:{digest}", OPEN, question, question, answers)
+
+
+def popqa(where: Location, limit: int, split: str = "test") -> HubFacts:
     """PopQA rows: id, subj, prop, obj, question, and JSON-encoded possible_answers / o_aliases."""
-    rows = FactRows("popqa")
-    for row in _rows("popqa", where, split, limit, POPQA_COLUMNS):
-        if not isinstance(row["subj"], str) or not isinstance(row["obj"], str):
-            continue  # the TSV reader takes a cell "NaN", "N/A" or "null" for a missing value: not a name to write
-        obj, subject = row["obj"].strip(), row["subj"].strip()
-        answers = [obj, *_json_list(row["possible_answers"]), *_json_list(row["o_aliases"])]
-        answers = [a.strip() for a in answers if isinstance(a, str)]
-        if is_short(obj) and subject:
-            relation = snake_case(row["prop"])
-            _add(
-                rows,
-                f"popqa:{row['id']}",
-                relation,
-                subject,
-                row["question"],
-                answers,
-                POPQA_TYPES.get(relation),
-            )
-    return rows.frame()
+    return _read("popqa", where, split, limit, POPQA_COLUMNS, _popqa_fact)
 
 
-def faitheval(where: Location, limit: int, split: str = "test") -> pl.DataFrame:
+def _popqa_fact(rows: FactRows, row: dict) -> None:
+    if not isinstance(row["subj"], str) or not isinstance(row["obj"], str):
+        return  # the TSV reader takes a cell "NaN", "N/A" or "null" for a missing value: not a name to write
+    obj, subject = row["obj"].strip(), row["subj"].strip()
+    id_, relation = _key(row["id"], "id"), snake_case(_text(row["prop"], "prop"))
+    question = _text(row["question"], "question")
+    listed = [item for column in ("possible_answers", "o_aliases") for item in _json_list(row[column], column)]
+    answers = [a.strip() for a in [obj, *listed] if isinstance(a, str)]
+    if is_short(obj) and subject:
+        _add(rows, f"popqa:{id_}", relation, subject, question, answers, POPQA_TYPES.get(relation))
+
+
+def faitheval(where: Location, limit: int, split: str = "test") -> HubFacts:
     """FaithEval counterfactual rows: id, question, context, choices{label, text}, answerKey, "num of options".
 
     The keyed answer is the one its own context supports (the benchmark's counterfactual), kept as given. Only
     questions are kept: not completion stems, nor questions that need their options to be read.
     """
-    rows = FactRows("faitheval")
-    for row in _rows("faitheval", where, split, limit, {"id", "question", "choices", "answerKey"}):
-        labels, texts = row["choices"]["label"], row["choices"]["text"]
-        stem = row["question"].strip()
-        if row["answerKey"] not in labels or _NEEDS_OPTIONS.search(stem) or not stem.endswith("?"):
-            continue  # a completion stem ("..., the switch can") is no question
-        answer = texts[labels.index(row["answerKey"])].strip()
-        if is_short(answer):
-            question = as_question(row["question"])
-            others = [text.strip() for text in texts if text.strip() != answer and is_short(text)]
-            _add(rows, f"faitheval:{row['id']}", OPEN, question, question, [answer], distractors=others)
-    return rows.frame()
+    return _read("faitheval", where, split, limit, {"id", "question", "choices", "answerKey"}, _faitheval_fact)
 
 
-LOADERS: dict[str, Callable[[Location, int], pl.DataFrame]] = {
+def _faitheval_fact(rows: FactRows, row: dict) -> None:
+    labels, texts = _choices(row["choices"])
+    id_, key, stem = _key(row["id"], "id"), _text(row["answerKey"], "answerKey"), _text(row["question"], "question")
+    stem = stem.strip()
+    if key not in labels or _NEEDS_OPTIONS.search(stem) or not stem.endswith("?"):
+        return  # a completion stem ("..., the switch can") is no question
+    answer = texts[labels.index(key)].strip()
+    if is_short(answer):
+        question = as_question(stem)
+        others = [text.strip() for text in texts if text.strip() != answer and is_short(text)]
+        _add(rows, f"faitheval:{id_}", OPEN, question, question, [answer], distractors=others)
+
+
+def _choices(value: object) -> tuple[list[str], list[str]]:
+    """FaithEval's options: as many labels as texts."""
+    if not isinstance(value, dict):
+        raise _BadCell(f"choices is not a mapping of label and text: {_shown(value)}")
+    labels, texts = _texts(value.get("label"), "choices.label"), _texts(value.get("text"), "choices.text")
+    if len(labels) != len(texts):
+        raise _BadCell(f"choices has {len(labels)} labels for {len(texts)} texts")
+    return labels, texts
+
+
+LOADERS: dict[str, Callable[[Location, int], HubFacts]] = {
     "nq_open": nq_open,
     "popqa": popqa,
     "faitheval": faitheval,

@@ -132,7 +132,9 @@ def _rows(frame: pl.DataFrame) -> dict[str, dict]:
 
 
 def test_nq_open_keeps_short_answers_with_aliases(hub_paths, well_formed):
-    facts = hub.nq_open(_local(hub_paths["nq_open"]), limit=100)
+    read = hub.nq_open(_local(hub_paths["nq_open"]), limit=100)
+    facts = read.facts
+    assert read.malformed is None
     well_formed(facts, "nq_open", {"open"})
     by_question = {row["question"]: row for row in _rows(facts).values()}
     assert set(by_question) == {
@@ -147,18 +149,20 @@ def test_nq_open_keeps_short_answers_with_aliases(hub_paths, well_formed):
     assert (lagos["answer"], lagos["answer_type"]) == ("15,388,000", "quantity")
     assert lagos["answer_aliases"] == ["15388000", "about fifteen million"]
     assert by_question["Who sang the theme song?"]["answer"] == "Jane Doe"
-    assert facts["fact_id"].equals(hub.nq_open(_local(hub_paths["nq_open"]), limit=100)["fact_id"])
+    assert facts["fact_id"].equals(hub.nq_open(_local(hub_paths["nq_open"]), limit=100).facts["fact_id"])
 
 
 def test_hub_limit_caps_the_rows_read(hub_paths):
-    assert hub.nq_open(_local(hub_paths["nq_open"]), limit=2).height == 2
-    assert hub.popqa(_local(hub_paths["popqa"]), limit=1).height == 1
+    assert hub.nq_open(_local(hub_paths["nq_open"]), limit=2).facts.height == 2
+    assert hub.popqa(_local(hub_paths["popqa"]), limit=1).facts.height == 1
 
 
 def test_popqa_decodes_json_aliases_and_names_relations(hub_paths, well_formed):
-    facts = _rows(hub.popqa(_local(hub_paths["popqa"]), limit=100))
+    read = hub.popqa(_local(hub_paths["popqa"]), limit=100)
+    facts = _rows(read.facts)
+    assert read.malformed is None  # the rows whose subject or object reads as a missing value are no malformed ones
     well_formed(
-        hub.popqa(_local(hub_paths["popqa"]), limit=100),
+        read.facts,
         "popqa",
         {"occupation", "place_of_birth", "father", "capital", "country", "performer", "capital_of"},
     )
@@ -180,7 +184,9 @@ def test_popqa_decodes_json_aliases_and_names_relations(hub_paths, well_formed):
 
 
 def test_faitheval_takes_the_keyed_choice(hub_paths, well_formed):
-    facts = hub.faitheval(_local(hub_paths["faitheval"]), limit=100)
+    read = hub.faitheval(_local(hub_paths["faitheval"]), limit=100)
+    facts = read.facts
+    assert read.malformed is None
     well_formed(facts, "faitheval", {"open"})
     rows = _rows(facts)
     assert set(rows) == {"faitheval:Mercury_7001", "faitheval:Mercury_7003"}
@@ -246,9 +252,111 @@ def test_unreadable_or_misshapen_sources_name_the_problem(tmp_path, hub_paths):
         hub.popqa(_local(hub_paths["faitheval"]), limit=10)
 
 
+def _set_cell(shard: Path, column: str, row: int, value: object) -> None:
+    """Rewrite one cell of a fixture's Parquet shard, its column keeping its type."""
+    table = pq.read_table(shard)
+    cells = table[column].to_pylist()
+    cells[row] = value
+    index = table.schema.get_field_index(column)
+    pq.write_table(table.set_column(index, column, pa.array(cells, table.schema.field(column).type)), shard)
+
+
+def _popqa_python_list(root: Path) -> str:
+    """Zoe Bell's possible_answers written as Python writes a list, not JSON (single quotes)."""
+    folder = Path(write_popqa(root))
+    tsv = folder / "test.tsv"
+    tsv.write_text(tsv.read_text().replace('\t["Auckland", "Auckland NZ"]\n', "\t['Auckland', 'Auckland NZ']\n"))
+    return str(folder)
+
+
+def _faitheval_null_choices(root: Path) -> str:
+    folder = Path(write_faitheval(root))
+    _set_cell(folder / "data" / "test-00000-of-00001.parquet", "choices", 2, None)
+    return str(folder)
+
+
+def _nq_open_null_answer(root: Path) -> str:
+    folder = Path(write_nq_open(root))
+    _set_cell(folder / "nq_open" / "train-00000-of-00001.parquet", "answer", 0, None)
+    return str(folder)
+
+
+@pytest.mark.parametrize(
+    ("source", "write", "left_out", "read", "first"),
+    [
+        (
+            "popqa",
+            _popqa_python_list,
+            "In what city was Zoe Bell born?",
+            10,
+            "test row 1 (id 1581540): possible_answers is not a JSON list: \"['Auckland', 'Auckland NZ']\"",
+        ),
+        (
+            "faitheval",
+            _faitheval_null_choices,
+            "In what year did the bridge open?",
+            8,
+            "test row 2 (id 'Mercury_7003'): choices is not a mapping of label and text: None",
+        ),
+        (
+            "nq_open",
+            _nq_open_null_answer,
+            "Who wrote the iliad?",
+            5,
+            "train row 0: answer is not a list of texts: None",
+        ),
+    ],
+    ids=["popqa-python-list", "faitheval-null-choices", "nq_open-null-answer"],
+)
+def test_a_malformed_row_is_left_out_and_counted(tmp_path, hub_paths, source, write, left_out, read, first):
+    """A real dataset with a bad row or two stays usable: the row is left out, and counted with the first named."""
+    loader = hub.LOADERS[source]
+    got = loader(_local(write(tmp_path)), 100)
+
+    assert got.malformed == hub.Malformed(skipped=1, read=read, first=first)
+    clean = loader(_local(hub_paths[source]), 100).facts
+    expected = clean.filter(pl.col("question") != left_out)
+    assert expected.height == clean.height - 1 and got.facts.equals(expected)
+
+
+def test_the_stage_names_malformed_rows_in_its_summary_and_log_line(tmp_path, caplog):
+    params = read_params(ROOT / "params.yaml")
+    params["facts"] |= {"sources": ["elements", "popqa"], "hub_paths": {"popqa": _popqa_python_list(tmp_path)}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+
+    with caplog.at_level("INFO", logger="pipeline.facts"):
+        facts_main(tmp_path / "params.yaml", tmp_path / "facts")
+
+    first = "test row 1 (id 1581540): possible_answers is not a JSON list: \"['Auckland', 'Auckland NZ']\""
+    summary = json.loads((tmp_path / "facts" / "summary.json").read_text())
+    assert summary["malformed_rows"] == {"popqa": {"skipped": 1, "read": 10, "first": first}}
+    assert caplog.messages[-1].endswith(f" | popqa: 1 malformed of 10 rows left out (first: {first})")
+
+
+def test_a_source_none_of_whose_rows_can_be_read_fails_the_stage_in_one_line(tmp_path):
+    """Every row bad is another dataset's schema, not a few bad rows: here nq_open with answers as plain strings."""
+    folder = tmp_path / "nq_open"
+    (folder / "nq_open").mkdir(parents=True)
+    rows = {"question": ["who wrote the iliad", "who painted the mona lisa"], "answer": ["Homer", "Leonardo"]}
+    pq.write_table(pa.table(rows), folder / "nq_open" / "train-00000-of-00001.parquet")
+    params = read_params(ROOT / "params.yaml")
+    params["facts"] |= {"sources": ["elements", "nq_open"], "hub_paths": {"nq_open": str(folder)}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+
+    with pytest.raises(SystemExit) as raised:
+        facts_main(tmp_path / "params.yaml", tmp_path / "facts")
+
+    assert str(raised.value) == (
+        f"facts: nq_open at {str(folder)!r}: none of the 2 rows read is what its loader reads (first: train row 0: "
+        "answer is not a list of texts: 'Homer'); name a copy of google-research-datasets/nq_open in "
+        "facts.hub_paths, or remove nq_open from facts.sources"
+    )
+    assert not (tmp_path / "facts").exists()
+
+
 def test_the_params_name_the_sources_the_loaders_read():
     assert tuple(hub.LOADERS) == tuple(hub.DEFAULT_PATHS) == HUB_SOURCES
-    assert set(facts_loaders) == set(FACT_SOURCES)
+    assert set(facts_loaders) == set(FACT_SOURCES) - set(HUB_SOURCES)
 
 
 def test_a_revision_is_refused_for_a_local_folder_and_a_full_commit_needs_no_lookup(hub_paths):
