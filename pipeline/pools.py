@@ -25,6 +25,23 @@ _MC = re.compile(r"\bMc([a-z])")  # Faker writes "Mcdonald", "Mcmillan-Chen Hold
 _IRISH = re.compile(r"\bO(brien|connell|connor|donnell|neal|neill)\b")
 _TRIPLED = re.compile(r"(\w)\1\1")  # a name and a suffix run together: "East Jefffort", "Burnetttown"
 _JOB_WORD = re.compile(r"[a-z]+")
+# Faker's job titles that name one occupation (British usage): a claim of one about the other would be true. Each
+# group counts as its first title's words, so a pool keeps whichever of them it draws first.
+SYNONYMOUS_JOBS = (
+    ("Broadcast Engineer", "Broadcasting Engineer (operations)"),
+    ("Broadcast Journalist", "Broadcasting Journalist"),
+    ("Broadcast Presenter", "Broadcasting Presenter"),
+    ("Drama Therapist", "Dramatherapist"),
+    ("Chiropodist", "Podiatrist"),
+    ("Psychiatric Nurse", "Mental Health Nurse"),
+    ("Paediatric Nurse", "Children's Nurse"),
+    ("Paramedic", "Ambulance Person"),
+    ("Herbalist", "Phytotherapist"),
+    ("TEFL Teacher", "English as a Foreign Language Teacher"),
+    ("Applications Developer", "Applications Programmer"),
+    ("Systems Developer", "Systems Programmer"),
+)
+_SAME_JOB = {title: group[0] for group in SYNONYMOUS_JOBS for title in group}
 _MINOR_WORDS = frozenset({"a", "and", "as", "of"})  # the short words of Faker's job titles, lower case in title case
 _TITLE_SPLIT = re.compile(r"([ /])")
 
@@ -109,9 +126,10 @@ def title_cased(job: str) -> str:
 
 
 def specific_jobs(jobs: tuple[str, ...]) -> tuple[str, ...]:
-    """The jobs no other job's words contain, the first of those with the same words: a claim of "Engineer" about an
-    energy engineer, or "Warden/ranger" about a ranger/warden, would be true, and no corrupt document may be."""
-    words = [frozenset(_JOB_WORD.findall(job.lower())) for job in jobs]
+    """The jobs no other job's words contain, the first of those with the same words or of one occupation
+    (SYNONYMOUS_JOBS): a claim of "Engineer" about an energy engineer, "Warden/ranger" about a ranger/warden or
+    "Podiatrist" about a chiropodist would be true, and no corrupt document may be."""
+    words = [frozenset(_JOB_WORD.findall(_SAME_JOB.get(job, job).lower())) for job in jobs]
     seen: set[frozenset] = set()
     kept = []
     for job, own in zip(jobs, words, strict=True):
