@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import facts, validate
+from pipeline import facts, validate, writer
 from pipeline.episodes import FACTS_FILE
 from pipeline.schema import MANIFEST_NAME, AnswersManifest
 from pipeline.writer import staging_all
@@ -103,23 +103,48 @@ with staging_all([(Path("episodes"), AnswersManifest), (Path("answers"), Answers
 """
 
 
-@pytest.mark.parametrize("rename", range(4))
-def test_outputs_killed_among_their_renames_are_old_together_before_the_next_build(tmp_path, rename):
+@pytest.mark.parametrize(
+    ("before", "rename"), [(("episodes", "answers"), k) for k in range(4)] + [(("answers",), k) for k in range(3)]
+)
+def test_outputs_killed_among_their_renames_are_old_together_before_the_next_build(tmp_path, before, rename):
     """The dataset's manifest binds its answers by checksum: a build killed after renaming one in and before the
-    other must leave neither new one beside the other's old, and the next build starts from the old pair."""
+    other must leave neither new one beside the other's old, and the next build starts from the old pair, an output
+    absent before (the dataset removed by hand) absent again."""
     old, new = (AnswersManifest(params_hash=c * 64, row_group_rows=1, shards=[]).model_dump_json() for c in "01")
     (tmp_path / "new.json").write_text(new)
-    for name in ("episodes", "answers"):
+    for name in before:
         (tmp_path / name).mkdir()
         (tmp_path / name / MANIFEST_NAME).write_text(old)
     run_killed(NEW_PAIR, rename, tmp_path)
 
     pair = [(tmp_path / name, AnswersManifest) for name in ("episodes", "answers")]
     with pytest.raises(RuntimeError, match="stopped"), staging_all(pair):
-        assert [(out / MANIFEST_NAME).read_text() for out, _ in pair] == [old, old]
+        assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == sorted(
+            [*before, "new.json"]
+        )
+        assert [(tmp_path / name / MANIFEST_NAME).read_text() for name in before] == [old] * len(before)
         raise RuntimeError("stopped")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["answers", "episodes", "new.json"]
-    assert [(out / MANIFEST_NAME).read_text() for out, _ in pair] == [old, old]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "new.json"])
+
+
+def test_an_interrupt_once_the_new_outputs_are_in_keeps_them(tmp_path, monkeypatch):
+    """Ctrl-C while the old outputs were being deleted ended the stage as interrupted with the new build in place."""
+    out = tmp_path / "answers"
+    out.mkdir()
+    manifest = AnswersManifest(params_hash="0" * 64, row_group_rows=1, shards=[]).model_dump_json()
+    (out / MANIFEST_NAME).write_text(manifest)
+
+    def interrupted(path, ignore_errors=False):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(writer.shutil, "rmtree", interrupted)
+        with staging_all([(out, AnswersManifest)]) as (stage,):
+            (stage / MANIFEST_NAME).write_text(manifest.replace("0", "1"))
+    assert (out / MANIFEST_NAME).read_text() == manifest.replace("0", "1")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".answers.old", "answers"]
+    with staging_all([(out, AnswersManifest)]):
+        assert not (tmp_path / ".answers.old").exists(), "the next build removes it"
 
 
 def _stat(pid: int) -> list[str]:
