@@ -7,6 +7,7 @@ ones the SQL over the episodes reads (damaged bytes say nothing about the episod
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -61,6 +62,8 @@ def check_files(
             problems.append(f"{shard.path}: missing")
         elif hashed.get(shard.path) != shard.sha256:
             problems.append(f"{shard.path}: bytes or sha256 differ from the manifest")
+        elif shard.split not in schemas:  # the manifest's ranges name it too; the file has no schema to hold to
+            problems.append(f"{shard.path}: split {shard.split!r} is not one of {list(schemas)}")
         elif difference := _schema_difference(root / shard.path, schemas[shard.split]):
             problems.append(f"{shard.path}: {difference}")
         else:
@@ -76,15 +79,17 @@ def _schema_difference(path: Path, expected: pa.Schema) -> str:
         return "not a readable Parquet file"
     if found.equals(expected, check_metadata=False):
         return ""
-    names = set(found.names)
-    extra = [name for name in found.names if name not in expected.names]
-    missing = [name for name in expected.names if name not in names]
+    counts = Counter(found.names)
+    extra = [name for name in counts if name not in expected.names]
+    missing = [name for name in expected.names if name not in counts]
+    twice = [name for name, count in counts.items() if count > 1]
     changed = [
         f"{field.name}: {_described(found.field(field.name))} (expected {_described(field)})"
         for field in expected
-        if field.name in names and not found.field(field.name).equals(field)
+        if counts[field.name] == 1 and not found.field(field.name).equals(field)
     ]
     parts = [f"extra {extra}"] * bool(extra) + [f"missing {missing}"] * bool(missing) + changed
+    parts += [f"more than once {twice}"] * bool(twice)
     return "columns differ from the schema: " + ("; ".join(parts) or f"order {found.names}")
 
 

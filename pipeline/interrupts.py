@@ -1,8 +1,9 @@
 """Ctrl-C on a stage: one line and a shell's exit status for SIGINT, never a traceback.
 
 The facts, episodes and validate stages write under temporary names until their last rename and remove them as the
-interrupt unwinds (the episodes stage's staging folders, `pipeline.writer.staging`; the facts and metrics files), so
-an interrupted one has written nothing; the publish stage says instead what an interrupted upload leaves.
+interrupt unwinds (the episodes stage's staging folders, `pipeline.writer.staging_all`; the facts and metrics files),
+so an interrupted one has written nothing (once the episodes stage's new folders are in, an interrupt no longer stops
+it); the publish stage says instead what an interrupted upload leaves.
 """
 
 from __future__ import annotations

@@ -164,7 +164,7 @@ class EpisodesParams(_Section):
             return (
                 f"shard_multiple ({self.shard_multiple:,}) makes each split at least {self.shard_multiple:,} shards, "
                 f"{least:,} in all whatever shard_rows is; {limit}: a shard_multiple of at most "
-                f"{MAX_SHARDS // len(SPLITS):,}"
+                f"{self._largest_multiple():,}"
             )
         needed = sum(shard_count(rows, self.shard_rows, 1) for rows in self.counts().values())
         if needed <= MAX_SHARDS:
@@ -177,6 +177,11 @@ class EpisodesParams(_Section):
             f"the splits make {shards:,} shards of at most shard_rows ({self.shard_rows:,}) rows; {limit}: fewer "
             "episodes or more shard_rows"
         )
+
+    def _largest_multiple(self) -> int:
+        """The largest shard_multiple that fits the folder and gives every shard a whole row group."""
+        groups = min(-(-rows // self.row_group_rows) for rows in self.counts().values())
+        return min(MAX_SHARDS // len(SPLITS), groups)
 
     def shard_plans(self) -> list[ShardPlan]:
         return plan_shards(self.counts(), self.shard_rows, self.row_group_rows, self.shard_multiple)

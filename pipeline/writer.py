@@ -272,13 +272,6 @@ Kind = type[Manifest | AnswersManifest]
 
 
 @contextmanager
-def staging(out_dir: Path, kind: Kind = Manifest) -> Iterator[Path]:
-    """Yield a hidden folder beside out_dir; on success it replaces out_dir, on error it is removed (`staging_all`)."""
-    with staging_all([(out_dir, kind)]) as (root,):
-        yield root
-
-
-@contextmanager
 def staging_all(outputs: Sequence[tuple[Path, Kind]]) -> Iterator[list[Path]]:
     """Yield a hidden folder beside each output folder; on success they replace the outputs together, on error they
     are removed.

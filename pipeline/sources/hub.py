@@ -5,6 +5,8 @@ to read it at (`locate`: a tag or branch resolves to its commit, which the facts
 pinned and repeated), and keeps only short answers (at most five words), with their aliases. A row whose cell is
 not what its loader reads (null, not text, PopQA's lists not JSON) is left out and counted, naming the first such row:
 a handful of bad rows in a real dataset leave the rest usable; a source none of whose rows can be read fails the stage.
+(PopQA's subjects and objects that its TSV reader takes for missing values, "N/A" or "NaN", are no fact, not a bad
+row: left out uncounted.)
 Off by default: the build machines reach package registries only.
 """
 

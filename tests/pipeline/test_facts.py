@@ -171,13 +171,12 @@ def _interrupt(*args, **kwargs):
 @pytest.mark.parametrize("step", ["build_facts", "summarise"], ids=["building", "writing"])
 def test_ctrl_c_ends_the_stage_in_one_line_and_leaves_the_previous_facts(tmp_path, monkeypatch, caplog, step):
     out = tmp_path / "facts"
-    change = {"sources": ["elements"]}
-    main(_params_file(tmp_path, **change), out)
+    main(_params_file(tmp_path, sources=["elements"]), out)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     monkeypatch.setattr(f"pipeline.facts.{step}", _interrupt)  # summarise: called after facts.parquet is staged
 
     with pytest.raises((SystemExit, KeyboardInterrupt)) as raised:  # one let through fails this test, not the session
-        main(_params_file(tmp_path, **change), out)
+        main(_params_file(tmp_path, sources=["elements", "synthetic"]), out)  # other facts: a write would show
 
     assert raised.type is SystemExit and raised.value.code == 130
     assert caplog.messages[-1] == "facts: interrupted; nothing was written"

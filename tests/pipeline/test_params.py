@@ -44,7 +44,7 @@ def test_repository_params_are_valid():
             EpisodesParams,
             {"shard_multiple": 4000},
             r"episodes: Value error, shard_multiple \(4,000\) makes each split at least 4,000 shards, 12,000 in all "
-            r"whatever shard_rows is; .*: a shard_multiple of at most 3,333",
+            r"whatever shard_rows is; .*: a shard_multiple of at most 157",  # validation's 157 row groups of 128
         ),
         (
             "episodes",
@@ -131,6 +131,13 @@ def test_an_unknown_top_level_key_is_refused(tmp_path):
         f"{path}: unknown top-level key(s) ['sead', 'workers']; the sections are seed, facts, episodes, hub, train, "
         "baselines"
     )
+
+
+def test_the_largest_shard_multiple_suggested_is_one_that_builds():
+    data = read_params(ROOT / "params.yaml")
+    section({"episodes": data["episodes"] | {"shard_multiple": 157}}, "episodes", EpisodesParams)
+    with pytest.raises(ParamsError, match="too few for 158 shards"):
+        section({"episodes": data["episodes"] | {"shard_multiple": 158}}, "episodes", EpisodesParams)
 
 
 def test_check_pipeline_validates_every_pipeline_section(tmp_path):

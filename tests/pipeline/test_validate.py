@@ -235,6 +235,24 @@ def test_a_shard_of_another_schema_or_a_stray_file_is_named_not_read(tmp_path):
     assert metrics["episodes"]["train"] == 0, "no shard of another schema is read"
 
 
+def test_a_column_given_twice_or_a_shard_of_no_split_is_named_not_a_traceback(tmp_path):
+    write_folder(tmp_path, COUNTS, row_group_rows=GROUP)
+    validation, test = (f"data/{split}-00000-of-00001.parquet" for split in ("validation", "test"))
+    twice = pq.read_table(tmp_path / validation)
+    pq.write_table(twice.append_column("answer", twice["answer"]), tmp_path / validation, row_group_size=GROUP)
+    fix_checksums(tmp_path)
+    manifest = Manifest.model_validate_json((tmp_path / MANIFEST_NAME).read_text())
+    shards = [s.model_copy(update={"split": "dev"}) if s.path == test else s for s in manifest.shards]
+    write_manifest(tmp_path, manifest.model_copy(update={"shards": shards}))
+
+    examples = validate(tmp_path)["violation_examples"]
+    assert examples["files_match_manifest"] == [
+        f"{validation}: columns differ from the schema: more than once ['answer']",
+        f"{test}: split 'dev' is not one of ['train', 'validation', 'test']",
+    ]
+    assert "split test: its shards hold no id, the manifest says 52..63" in examples["manifest_ranges"]
+
+
 def test_splits_out_of_order_are_named_even_when_the_shards_tile(tmp_path):
     """Validation and test swap their id ranges, shards included: every range still tiles, the order does not."""
     write_folder(tmp_path, COUNTS, row_group_rows=GROUP)

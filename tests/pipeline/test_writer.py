@@ -34,7 +34,6 @@ from pipeline.writer import (
     output_file,
     output_folder,
     plan_shards,
-    staging,
     staging_all,
     write_manifest,
     write_shard,
@@ -223,7 +222,7 @@ def _old_build(out: Path) -> None:
 def test_staging_replaces_output_on_success(tmp_path):
     out = tmp_path / "episodes"
     _old_build(out)
-    with staging(out, AnswersManifest) as stage:
+    with staging_all([(out, AnswersManifest)]) as (stage,):
         assert stage.parent == tmp_path and stage.name.startswith(".")
         (stage / "new.txt").write_text("new")
         assert (out / "old.txt").exists()
@@ -237,25 +236,31 @@ def test_staging_replaces_only_a_previous_build_or_an_empty_folder(tmp_path):
     out = tmp_path / "data"
     (out / "facts").mkdir(parents=True)
     (out / "notes.txt").write_text("mine")
-    with pytest.raises(OutputError, match="holds files but no manifest.json of a previous build"), staging(out):
+    with (
+        pytest.raises(OutputError, match="holds files but no manifest.json of a previous build"),
+        staging_all([(out, Manifest)]),
+    ):
         raise AssertionError("no staging folder is made")
     assert sorted(p.name for p in out.iterdir()) == ["facts", "notes.txt"]
     for manifest in ('{"name": "app"}', OLD_MANIFEST):  # anything's manifest.json; an answers folder's, as --out
         (out / MANIFEST_NAME).write_text(manifest)
-        with pytest.raises(OutputError, match="no manifest.json of a previous build of this kind"), staging(out):
+        with (
+            pytest.raises(OutputError, match="no manifest.json of a previous build of this kind"),
+            staging_all([(out, Manifest)]),
+        ):
             raise AssertionError("no staging folder is made")
     (out / MANIFEST_NAME).unlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
     empty = tmp_path / "empty"
     empty.mkdir()
-    with staging(empty) as stage:
+    with staging_all([(empty, Manifest)]) as (stage,):
         (stage / "new.txt").write_text("new")
     assert [p.name for p in empty.iterdir()] == ["new.txt"]
 
 
 def test_staging_leaves_nothing_on_error(tmp_path):
     out = tmp_path / "episodes"
-    with pytest.raises(RuntimeError, match="killed"), staging(out) as stage:
+    with pytest.raises(RuntimeError, match="killed"), staging_all([(out, Manifest)]) as (stage,):
         (stage / "half.parquet").write_bytes(b"x")
         raise RuntimeError("killed")
     assert list(tmp_path.iterdir()) == []
@@ -267,7 +272,7 @@ def test_staging_removes_stale_temp_folders(tmp_path):
     for stale in (".episodes.partial", ".episodes.old"):  # an old folder beside its complete output is stale too
         (tmp_path / stale).mkdir()
         (tmp_path / stale / "stale.parquet").write_bytes(b"x")
-    with staging(out, AnswersManifest) as stage:
+    with staging_all([(out, AnswersManifest)]) as (stage,):
         assert list(stage.iterdir()) == []
         assert sorted(p.name for p in tmp_path.iterdir()) == [".episodes.lock", ".episodes.partial", "episodes"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
@@ -276,7 +281,7 @@ def test_staging_removes_stale_temp_folders(tmp_path):
 def test_staging_puts_back_an_old_build_left_without_its_output(tmp_path):
     """A build killed between renaming the old output aside and the new one in: the old one is the output again."""
     _old_build(tmp_path / ".episodes.old")
-    with pytest.raises(RuntimeError, match="stopped"), staging(tmp_path / "episodes", AnswersManifest):
+    with pytest.raises(RuntimeError, match="stopped"), staging_all([(tmp_path / "episodes", AnswersManifest)]):
         assert (tmp_path / "episodes" / "old.txt").read_text() == "old"
         raise RuntimeError("stopped")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
@@ -315,7 +320,7 @@ def test_staging_keeps_a_symlinked_output_a_link_and_fills_its_target(tmp_path):
     out.parent.mkdir()
     out.symlink_to(disk / "episodes")
     for build in ("first", "second"):
-        with staging(out, AnswersManifest) as stage:
+        with staging_all([(out, AnswersManifest)]) as (stage,):
             (stage / f"{build}.txt").write_text(build)
             (stage / MANIFEST_NAME).write_text(OLD_MANIFEST)
         assert out.is_symlink() and sorted(p.name for p in out.iterdir()) == sorted([f"{build}.txt", MANIFEST_NAME])
@@ -332,7 +337,7 @@ def test_staging_refuses_a_file_or_the_working_folder_before_writing(tmp_path, m
         (".", ".: is the working folder or one above it"),
         ("..", "..: is the working folder or one above it"),
     ):
-        with pytest.raises(OutputError, match=re.escape(problem)), staging(Path(out)):
+        with pytest.raises(OutputError, match=re.escape(problem)), staging_all([(Path(out), Manifest)]):
             raise AssertionError("no staging folder is made")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "mine"
 
@@ -341,9 +346,9 @@ def test_a_second_build_of_the_same_folder_is_refused_and_the_first_goes_on(tmp_
     """Two builds of one folder removed each other's staging folder and both failed; the second is refused now, by
     name of the first's process, and the lock file goes with the build that held it."""
     out = tmp_path / "episodes"
-    with staging(out, AnswersManifest) as first:
+    with staging_all([(out, AnswersManifest)]) as (first,):
         with pytest.raises(OutputError, match=f"episodes: another build \\(pid {os.getpid()}\\) is writing it"):
-            with staging(out, AnswersManifest):
+            with staging_all([(out, AnswersManifest)]):
                 raise AssertionError("no second staging folder")
         assert first.is_dir()
         (first / MANIFEST_NAME).write_text(OLD_MANIFEST)
@@ -351,7 +356,7 @@ def test_a_second_build_of_the_same_folder_is_refused_and_the_first_goes_on(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
     stale = tmp_path / ".episodes.lock"
     stale.write_text("12345\n")  # a killed build's lock file: its lock went with it
-    with staging(out, AnswersManifest) as stage:
+    with staging_all([(out, AnswersManifest)]) as (stage,):
         (stage / MANIFEST_NAME).write_text(OLD_MANIFEST)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
 
@@ -365,7 +370,7 @@ def test_an_unwritable_folder_is_refused_before_anything_is_made(tmp_path, monke
     for check in (
         lambda: output_folder(readonly / "data" / "facts"),
         lambda: output_file(readonly / "metrics.json"),
-        lambda: staging(readonly / "episodes").__enter__(),
+        lambda: staging_all([(readonly / "episodes", Manifest)]).__enter__(),
     ):
         with pytest.raises(OutputError, match=f"{readonly} is not writable"):
             check()
@@ -373,7 +378,10 @@ def test_an_unwritable_folder_is_refused_before_anything_is_made(tmp_path, monke
     writable = readonly / "episodes"  # a writable output in a read-only folder: its staging folder goes beside it
     writable.mkdir()
     monkeypatch.setattr(writer.os, "access", lambda path, mode: Path(path) not in (readonly, readonly.resolve()))
-    with pytest.raises(OutputError, match=f"episodes: {readonly} is not writable"), staging(writable):
+    with (
+        pytest.raises(OutputError, match=f"episodes: {readonly} is not writable"),
+        staging_all([(writable, Manifest)]),
+    ):
         raise AssertionError("no staging folder is made")
     assert list(readonly.iterdir()) == [writable]
 
@@ -390,7 +398,7 @@ def test_staging_puts_the_old_build_back_when_the_last_rename_fails(tmp_path, mo
         os.rename(src, dst)
 
     monkeypatch.setattr(writer.os, "replace", failing_second)
-    with pytest.raises(OSError, match="busy"), staging(out, AnswersManifest) as stage:
+    with pytest.raises(OSError, match="busy"), staging_all([(out, AnswersManifest)]) as (stage,):
         (stage / "new.txt").write_text("new")
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "old.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes"]
