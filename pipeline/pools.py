@@ -76,7 +76,7 @@ def build_pools(seed: int, size: int = POOL_SIZE) -> Pools:
     return Pools(
         person=_unique(lambda: as_written(f"{fake.first_name()} {fake.last_name()}"), size, is_person_name),
         organization=_unique(lambda: as_written(fake.company()), size),
-        place=_unique(lambda: as_written(fake.city()), size),
+        place=_unique(lambda: as_written(fake.city()), size, is_place_name),
         occupation=specific_jobs(_unique(lambda: job_title(fake.job()), min(size, 512), is_job_title)),
     )
 
@@ -137,6 +137,12 @@ def specific_jobs(jobs: tuple[str, ...]) -> tuple[str, ...]:
             kept.append(job)
         seen.add(own)
     return tuple(kept)
+
+
+def is_place_name(name: str) -> bool:
+    """False for a town named twice over ("Port Claudiaport"): Faker's city prefixes and suffixes share "port"."""
+    first, _, rest = name.partition(" ")
+    return not rest.lower().endswith(first.lower())
 
 
 def is_person_name(name: str) -> bool:

@@ -9,6 +9,7 @@ from pipeline.pools import (
     build_pools,
     is_job_title,
     is_person_name,
+    is_place_name,
     job_title,
     pools_metadata,
     specific_jobs,
@@ -44,6 +45,14 @@ def test_no_person_is_named_twice_over():
     assert len(people) == 4096
     assert not [name for name in people if name.split(" ")[0] == name.split(" ", 1)[1]]
     assert not is_person_name("Kim Kim") and is_person_name("Kim Allen")
+
+
+def test_no_town_is_named_twice_over():
+    """Faker draws "Port Claudiaport" (10 of 4,096 towns for seed 20261130): the place pool keeps none."""
+    places = build_pools(20261130).place
+    assert len(places) == 4096
+    assert not [name for name in places if name.startswith("Port ") and name.endswith("port")]
+    assert not is_place_name("Port Claudiaport") and is_place_name("Port Claudia") and is_place_name("Claudiaport")
 
 
 def _words(job: str) -> frozenset[str]:
