@@ -134,8 +134,9 @@ def summarise(table: pa.Table) -> dict:
     }
 
 
-def write_facts(table: pa.Table, out_dir: Path) -> None:
-    """out_dir/facts.parquet (zstd, FACT_SCHEMA) and out_dir/summary.json (counts per source/split/type/relation).
+def write_facts(table: pa.Table, out_dir: Path) -> dict:
+    """out_dir/facts.parquet (zstd, FACT_SCHEMA) and out_dir/summary.json (counts per source/split/type/relation),
+    which it returns.
 
     Both are written under hidden temporary names and renamed only once both are complete, facts.parquet (what
     the episodes stage reads) last, so a reader never finds a half-written file or a build killed before it was
@@ -148,12 +149,14 @@ def write_facts(table: pa.Table, out_dir: Path) -> None:
     staged = {path: path.with_name(f".{path.name}.tmp") for path in (summary, parquet)}
     try:
         pq.write_table(table, staged[parquet], compression="zstd")
-        staged[summary].write_text(json.dumps(summarise(table), indent=2) + "\n")
+        counts = summarise(table)
+        staged[summary].write_text(json.dumps(counts, indent=2) + "\n")
         for path, tmp in staged.items():
             os.replace(tmp, path)
     finally:
         for tmp in staged.values():
             tmp.unlink(missing_ok=True)
+    return counts
 
 
 def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
@@ -172,10 +175,9 @@ def main(params_path: Path = DEFAULT_PARAMS, out_dir: Path = OUT_DIR) -> None:
         except (ParamsError, hiddenkey.HiddenKeyError, hub.HubSourceError, OutputError) as err:
             raise SystemExit(f"facts: {err}") from None
         try:
-            write_facts(table, out_dir)
+            summary = write_facts(table, out_dir)
         except OSError as err:  # the disk filled up: the previous facts are left as they were
             raise SystemExit(f"facts: writing {out_dir} failed: {err}") from None
-    summary = summarise(table)
     left_out = "".join(
         f" | {name}: {rows['skipped']} malformed of {rows['read']} rows left out (first: {rows['first']})"
         for name, rows in summary.get("malformed_rows", {}).items()

@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from pipeline.schema import SPLITS
-from pipeline.writer import MAX_SHARD_ROWS, MAX_SHARDS, ShardPlan, plan_shards, shard_count
+from pipeline.writer import MAX_SHARD_ROWS, MAX_SHARDS, ShardPlan, plan_shards, row_groups, shard_count
 
 DEFAULT_PARAMS = Path("params.yaml")
 SECTIONS = ("seed", "facts", "episodes", "hub", "train", "baselines")  # params.yaml's top-level keys
@@ -180,7 +180,7 @@ class EpisodesParams(_Section):
 
     def _largest_multiple(self) -> int:
         """The largest shard_multiple that fits the folder and gives every shard a whole row group."""
-        groups = min(-(-rows // self.row_group_rows) for rows in self.counts().values())
+        groups = min(row_groups(rows, self.row_group_rows) for rows in self.counts().values())
         return min(MAX_SHARDS // len(SPLITS), groups)
 
     def shard_plans(self) -> list[ShardPlan]:

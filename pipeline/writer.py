@@ -94,7 +94,7 @@ def plan_shards(counts: Mapping[str, int], shard_rows: int, row_group_rows: int,
         if rows < 1:
             raise ValueError(f"counts[{split!r}] must be >= 1, got {rows}")
         count = shard_count(rows, shard_rows, multiple)
-        groups = -(-rows // row_group_rows)
+        groups = row_groups(rows, row_group_rows)
         if groups < count:
             raise ValueError(
                 f"{split}: {rows} rows make {groups} row groups of {row_group_rows}, too few for {count} shards "
@@ -120,6 +120,11 @@ def shard_count(rows: int, shard_rows: int, multiple: int) -> int:
     """Shards needed for `rows` rows of at most `shard_rows` each, rounded up to a multiple of `multiple`."""
     needed = -(-rows // shard_rows)
     return -(-needed // multiple) * multiple
+
+
+def row_groups(rows: int, row_group_rows: int) -> int:
+    """Row groups of `row_group_rows` that hold `rows` rows (the last may be shorter)."""
+    return -(-rows // row_group_rows)
 
 
 def check_table(table: pa.Table, plan: ShardPlan) -> None:
@@ -202,7 +207,7 @@ def shard_info(root: Path, plan: ShardPlan, row_group_rows: int) -> ShardInfo:
         split=plan.split,
         first_id=plan.first_id,
         num_rows=plan.num_rows,
-        num_row_groups=-(-plan.num_rows // row_group_rows),
+        num_row_groups=row_groups(plan.num_rows, row_group_rows),
         bytes=path.stat().st_size,
         sha256=file_sha256(path),
     )
