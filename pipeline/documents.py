@@ -1024,7 +1024,7 @@ def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -
     counts = np.diff(ends[:, -1], prepend=0)
     index = first[at]
     index += (_ALL_CODES[at] < 0) * np.repeat(np.arange(n, dtype=np.int32), counts)
-    pieces = stacked.gather(index).to_arrow().cast(pa.large_string())
+    pieces = stacked.gather(index).to_arrow(compat_level=pl.CompatLevel.oldest())  # large_string: one copy
     _, piece_offsets, data = pieces.buffers()
     starts = np.frombuffer(piece_offsets, dtype=np.int64)[pieces.offset : pieces.offset + len(pieces) + 1]
     rows = pa.LargeStringArray.from_buffers(n, pa.py_buffer(starts[np.r_[0, ends[:, -1]]]), data)

@@ -15,7 +15,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import partial
@@ -394,21 +394,21 @@ def _split_facts(split: str) -> SplitFacts:
     return _WORKER[split]
 
 
-def _shard_table(plan: ShardPlan) -> pa.Table:
+def _shard_chunks(plan: ShardPlan, row_group_rows: int) -> Iterator[pa.Table]:
+    """The shard's episodes in chunks of whole row groups, about CHUNK_ROWS each: the writer takes each as it comes."""
     ctx = _split_facts(plan.split)
     ids = np.arange(plan.first_id, plan.first_id + plan.num_rows, dtype=np.int64)
     draws = _draws(_WORKER["split_keys"].get(plan.split), ids)
-    chunks = []
-    for start in range(0, len(ids), CHUNK_ROWS):
+    step = max(CHUNK_ROWS // row_group_rows, 1) * row_group_rows
+    for start in range(0, len(ids), step):
         engines.stop_if_orphaned()  # a shard of a build that is gone or stopped writes nothing into its staging folder
-        part = slice(start, start + CHUNK_ROWS)
-        chunks.append(generate(ctx, _WORKER["seed"], ids[part], None if draws is None else draws[part]))
+        part = slice(start, start + step)
+        yield generate(ctx, _WORKER["seed"], ids[part], None if draws is None else draws[part])
     engines.stop_if_orphaned()
-    return pa.concat_tables(chunks)
 
 
 def _write(plan: ShardPlan, root: Path, row_group_rows: int) -> ShardInfo:
-    return write_shard(_shard_table(plan), root, plan, row_group_rows)
+    return write_shard(_shard_chunks(plan, row_group_rows), root, plan, row_group_rows)
 
 
 def _write_hiding(
@@ -417,7 +417,7 @@ def _write_hiding(
     """A shard of a build with hidden splits: theirs are split into published columns and answers."""
     if plan.split not in hidden:
         return _write(plan, root, row_group_rows)
-    return write_hidden_shard(_shard_table(plan), root, answers, plan, row_group_rows)
+    return write_hidden_shard(_shard_chunks(plan, row_group_rows), root, answers, plan, row_group_rows)
 
 
 def build_episodes(

@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +27,12 @@ import pyarrow.parquet as pq
 from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
 from pipeline.schema import (
-    ANSWER_COLUMNS,
     ANSWERS_SCHEMA,
     EPISODE_SCHEMA,
     MANIFEST_NAME,
     REWARD_VERSION,
     SCHEMA_VERSION,
     SPLITS,
-    VISIBLE_COLUMNS,
     VISIBLE_SCHEMA,
     AnswersManifest,
     Manifest,
@@ -110,7 +108,7 @@ def plan_shards(counts: Mapping[str, int], shard_rows: int, row_group_rows: int,
     return plans
 
 
-# A shard is built whole in memory (a few KB per row); a dataset's shards all lie in its data/ folder, and the Hub
+# A shard's file is written whole by one worker; a dataset's shards all lie in its data/ folder, and the Hub
 # recommends under 10,000 entries per folder.
 MAX_SHARD_ROWS = 2**20
 MAX_SHARDS = 10_000
@@ -127,8 +125,9 @@ def row_groups(rows: int, row_group_rows: int) -> int:
     return -(-rows // row_group_rows)
 
 
-def check_table(table: pa.Table, plan: ShardPlan) -> None:
-    """Refuse a table that is not exactly the planned rows in EPISODE_SCHEMA: nothing is cast silently."""
+def check_table(table: pa.Table, plan: ShardPlan, start: int = 0) -> None:
+    """Refuse a table that is not exactly the planned rows from row `start` on, in EPISODE_SCHEMA: nothing is cast
+    silently."""
     if not table.schema.equals(EPISODE_SCHEMA, check_metadata=False):
         expected = {f.name: f for f in EPISODE_SCHEMA}
         got = {f.name: f for f in table.schema}
@@ -140,46 +139,70 @@ def check_table(table: pa.Table, plan: ShardPlan) -> None:
         if not diffs:
             diffs = [f"column order: expected {EPISODE_SCHEMA.names}, got {table.schema.names}"]
         raise ValueError(f"{plan.path}: table does not match EPISODE_SCHEMA: " + "; ".join(diffs))
-    if table.num_rows != plan.num_rows:
-        raise ValueError(f"{plan.path}: expected {plan.num_rows} rows, got {table.num_rows}")
+    if start + table.num_rows > plan.num_rows:
+        raise ValueError(f"{plan.path}: expected {plan.num_rows} rows, got at least {start + table.num_rows}")
     ids = pl.from_arrow(table.column("episode_id")).to_numpy()  # not pyarrow's to_numpy: it imports pandas (0.3 s)
-    expected_ids = np.arange(plan.first_id, plan.first_id + plan.num_rows, dtype=np.int64)
+    expected_ids = np.arange(plan.first_id + start, plan.first_id + start + table.num_rows, dtype=np.int64)
     if not np.array_equal(ids, expected_ids):
         bad = int(np.flatnonzero(ids != expected_ids)[0])
         raise ValueError(
             f"{plan.path}: episode_id must be {plan.first_id}..{plan.first_id + plan.num_rows - 1} in order; "
-            f"row {bad} holds {ids[bad]}, expected {expected_ids[bad]}"
+            f"row {start + bad} holds {ids[bad]}, expected {expected_ids[bad]}"
         )
     if table.column("split").unique().to_pylist() != [plan.split]:  # not pc.equal, whose scalar imports pandas
         raise ValueError(f"{plan.path}: every row must have split {plan.split!r}")
 
 
-def write_shard(table: pa.Table, root: Path, plan: ShardPlan, row_group_rows: int) -> ShardInfo:
-    """Write one shard (zstd, page index, content-defined chunking); byte-identical for equal input."""
-    check_table(table, plan)
-    _write_file(table, Path(root) / plan.path, EPISODE_SCHEMA, row_group_rows)
+Rows = pa.Table | Iterable[pa.Table]
+
+
+def write_shard(rows: Rows, root: Path, plan: ShardPlan, row_group_rows: int) -> ShardInfo:
+    """Write one shard (zstd, page index, content-defined chunking); byte-identical for equal input.
+
+    `rows` is the shard's table, or its tables in order (the episodes stage streams chunks: a shard is never whole
+    in memory), each but the last whole row groups of `row_group_rows`."""
+    _write_files(rows, plan, row_group_rows, [(Path(root) / plan.path, EPISODE_SCHEMA)])
     return shard_info(root, plan, row_group_rows)
 
 
-def write_hidden_shard(
-    table: pa.Table, root: Path, answers_root: Path, plan: ShardPlan, row_group_rows: int
-) -> ShardInfo:
+def write_hidden_shard(rows: Rows, root: Path, answers_root: Path, plan: ShardPlan, row_group_rows: int) -> ShardInfo:
     """A shard of a hidden split: the visible columns under `root` (what is published), episode_id and the hidden
     columns under `answers_root` at the same path, in the same row groups. Returns the published file's info."""
-    check_table(table, plan)
-    _write_file(table.select(list(ANSWER_COLUMNS)), Path(answers_root) / plan.path, ANSWERS_SCHEMA, row_group_rows)
-    _write_file(table.select(list(VISIBLE_COLUMNS)), Path(root) / plan.path, VISIBLE_SCHEMA, row_group_rows)
+    files = [(Path(answers_root) / plan.path, ANSWERS_SCHEMA), (Path(root) / plan.path, VISIBLE_SCHEMA)]
+    _write_files(rows, plan, row_group_rows, files)
     return shard_info(root, plan, row_group_rows)
 
 
-def _write_file(table: pa.Table, final: Path, schema: pa.Schema, row_group_rows: int) -> None:
-    """One Parquet file of `schema`, written beside `final` and renamed.
+def _write_files(rows: Rows, plan: ShardPlan, row_group_rows: int, files: list[tuple[Path, pa.Schema]]) -> None:
+    """Each file holds its schema's columns of every row, checked chunk by chunk (`check_table`); they are renamed
+    in only once the last chunk is written."""
+    if row_group_rows < 1:
+        raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")
+    written = 0
+    with ExitStack() as stack:
+        writers = [(stack.enter_context(_parquet_file(path, schema)), schema) for path, schema in files]
+        for table in [rows] if isinstance(rows, pa.Table) else rows:
+            if written % row_group_rows:
+                raise ValueError(
+                    f"{plan.path}: chunks but the last must hold whole row groups of {row_group_rows}; one ended at "
+                    f"row {written}"
+                )
+            check_table(table, plan, written)
+            for writer, schema in writers:
+                part = table.select(schema.names).replace_schema_metadata(schema.metadata)
+                writer.write_table(part, row_group_size=row_group_rows)
+            written += table.num_rows
+        if written != plan.num_rows:
+            raise ValueError(f"{plan.path}: expected {plan.num_rows} rows, got {written}")
+
+
+@contextmanager
+def _parquet_file(final: Path, schema: pa.Schema) -> Iterator[pq.ParquetWriter]:
+    """A writer of one Parquet file of `schema`, written beside `final` and renamed when the block completes.
 
     Statistics only on episode_id: readers locate rows by id, and min/max of long text columns in every
     footer of small row groups would cost the server hundreds of MB at a million episodes.
     """
-    if row_group_rows < 1:
-        raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.tmp")
     try:
@@ -193,7 +216,7 @@ def _write_file(table: pa.Table, final: Path, schema: pa.Schema, row_group_rows:
             use_content_defined_chunking=True,
             sorting_columns=[pq.SortingColumn(0)],
         ) as writer:
-            writer.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=row_group_rows)
+            yield writer
         os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)
