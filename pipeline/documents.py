@@ -1007,9 +1007,20 @@ def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -
 
     The pieces of every document are laid out one after another and gathered once; the gathered array's
     bytes are then already the documents back to back, so the result only takes every document's first
-    piece offset: no per-document join. Piece positions are int32 (a chunk holds far fewer than 2**31 pieces):
-    the index arithmetic over every piece is most of the cost.
+    piece offset: no per-document join.
     """
+    index, ends = _piece_index(segments)
+    pieces = stacked.gather(index).to_arrow(compat_level=pl.CompatLevel.oldest())  # large_string: one copy
+    _, piece_offsets, data = pieces.buffers()
+    starts = np.frombuffer(piece_offsets, dtype=np.int64)[pieces.offset : pieces.offset + len(pieces) + 1]
+    rows = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(starts[np.r_[0, ends]]), data)
+    return rows.cast(pa.string())
+
+
+def _piece_index(segments: Sequence[tuple[Pieces, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The row in `stacked` of every piece of every document, and where each document's pieces end. Piece positions
+    are int32 (a chunk holds far fewer than 2**31 pieces): the index arithmetic over every piece is most of the cost,
+    and its temporaries are freed before the gather."""
     n = len(segments[0][1])
     lengths = np.empty((n, len(segments)), dtype=np.int32)
     offsets = np.empty_like(lengths)
@@ -1021,14 +1032,9 @@ def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -
     at = np.repeat((offsets - (ends - lengths)).astype(np.int32).ravel(), lengths.ravel())
     at += np.arange(len(at), dtype=np.int32)
     first = np.where(_ALL_CODES >= 0, _ALL_CODES, len(_LITERAL_SERIES) + (-1 - _ALL_CODES) * n).astype(np.int32)
-    counts = np.diff(ends[:, -1], prepend=0)
     index = first[at]
-    index += (_ALL_CODES[at] < 0) * np.repeat(np.arange(n, dtype=np.int32), counts)
-    pieces = stacked.gather(index).to_arrow(compat_level=pl.CompatLevel.oldest())  # large_string: one copy
-    _, piece_offsets, data = pieces.buffers()
-    starts = np.frombuffer(piece_offsets, dtype=np.int64)[pieces.offset : pieces.offset + len(pieces) + 1]
-    rows = pa.LargeStringArray.from_buffers(n, pa.py_buffer(starts[np.r_[0, ends[:, -1]]]), data)
-    return rows.cast(pa.string())
+    index += (_ALL_CODES[at] < 0) * np.repeat(np.arange(n, dtype=np.int32), np.diff(ends[:, -1], prepend=0))
+    return index, ends[:, -1]
 
 
 def _index(u: np.ndarray, size: int | np.ndarray) -> np.ndarray:

@@ -333,7 +333,7 @@ def _strings(names: Sequence[str], index: np.ndarray) -> pa.Array:
 # --- The stage: shards over a process pool -----------------------------------------------------------------
 
 FACTS_FILE = "facts.parquet"
-CHUNK_ROWS = 8192  # episodes generated at once inside a shard: bounds the working set (~100 MB)
+CHUNK_ROWS = 12288  # episodes generated at once inside a shard: bounds the working set (~300 MB)
 _WORKER: dict = {}
 
 

@@ -165,6 +165,33 @@ def test_write_shard_is_byte_identical(tmp_path):
     assert str(tmp_path).encode() not in data
 
 
+def test_a_shard_written_in_chunks_is_the_shard_written_whole(tmp_path):
+    plan = ShardPlan("train", 0, 1, 0, 9)
+    table = episode_table(plan)
+    whole = write_shard(table, tmp_path / "whole", plan, row_group_rows=2)
+    chunks = (table.slice(start, length) for start, length in [(0, 4), (4, 2), (6, 3)])
+    chunked = write_shard(chunks, tmp_path / "chunks", plan, row_group_rows=2)
+    assert chunked == whole
+    assert (tmp_path / "chunks" / plan.path).read_bytes() == (tmp_path / "whole" / plan.path).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("lengths", "message"),
+    [
+        ([3, 6], "chunks but the last must hold whole row groups of 2; one ended at row 3"),
+        ([4, 4], "expected 9 rows, got 8"),
+        ([4, 4, 2], "expected 9 rows, got at least 10"),
+    ],
+)
+def test_chunks_that_break_a_row_group_or_the_count_leave_no_file(tmp_path, lengths, message):
+    plan = ShardPlan("train", 0, 1, 0, 9)
+    table = episode_table(ShardPlan("train", 0, 1, 0, sum(lengths)))
+    starts = [sum(lengths[:i]) for i in range(len(lengths))]
+    with pytest.raises(ValueError, match=re.escape(message)):
+        write_shard((table.slice(s, n) for s, n in zip(starts, lengths, strict=True)), tmp_path, plan, 2)
+    assert not any((tmp_path / "data").iterdir())
+
+
 def test_write_shard_refuses_schema_mismatch(tmp_path):
     plan = ShardPlan("train", 0, 1, 0, 3)
     table = episode_table(plan)
