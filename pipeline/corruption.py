@@ -111,6 +111,7 @@ class Substitutes:
 
     values: pl.Series
     keys: np.ndarray
+    number: np.ndarray  # what a reader reads in each value (`read_numbers`), for the gap of wrong counts
     start: np.ndarray
     size: np.ndarray
     own_first: np.ndarray
@@ -126,6 +127,7 @@ class Substitutes:
         return cls(
             values=table["value"],
             keys=table.select(key_expr(pl.col("value"))).to_series().to_numpy(),
+            number=read_numbers(table["value"]),
             start=start,
             size=np.diff(np.r_[start, len(group)]),
             own_first=own["first"].fill_null(0).to_numpy().astype(np.int64),
@@ -467,8 +469,9 @@ def claims(
     u: np.ndarray,
     round_: int,
     around: tuple[np.ndarray, np.ndarray],
-) -> tuple[pl.Series, np.ndarray, np.ndarray]:
-    """One wrong-value attempt per item: values, their keys (`key_expr`) and the kinds applied.
+) -> tuple[pl.Series, np.ndarray, np.ndarray, np.ndarray]:
+    """One wrong-value attempt per item: values, their keys (`key_expr`), the kinds applied, and the number a reader
+    reads in each value (`read_numbers`: a near miss's or neighbour's own number, NaN in a value without one).
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
@@ -494,7 +497,8 @@ def claims(
     order = np.argsort(np.r_[at, by, rest], kind="stable")
     values = pl.concat([numbers, t.neighbours.values.gather(neighbour), pool.values.gather(pick)]).gather(order)
     keys = np.r_[number_keys, t.neighbours.keys[neighbour], pool.keys[pick]][order]
-    return values, keys, applied
+    read = np.r_[moved / 10.0 ** decimals[at], t.neighbours.number[neighbour], pool.number[pick]][order]
+    return values, keys, applied, read
 
 
 def _neighbourly(t: Truths, rows: np.ndarray, levels: np.ndarray, round_: int) -> np.ndarray:
@@ -581,20 +585,20 @@ def _format(
 
 
 def _too_close(
-    t: Truths, rows: np.ndarray, values: pl.Series, around: tuple[np.ndarray, np.ndarray], neighbour: np.ndarray
+    t: Truths, rows: np.ndarray, number: np.ndarray, around: tuple[np.ndarray, np.ndarray], neighbour: np.ndarray
 ) -> np.ndarray:
-    """Per item: a wrong count within MIN_COUNT_GAP of the count it stands against (`around`, by default the fact's
-    true count; years and numbers below SEPARATED_FROM are exact). A neighbour, a true answer, stands against a number
-    that may be the truth or may be another document's claim, so its test is the same whichever of the two is the
-    truth: too close within MIN_COUNT_GAP of the bigger, or where one of the two, read as rounded at its last nonzero
-    digit (two significant figures at the coarsest), would state the other (100,000 against 95,000)."""
+    """Per item: a wrong count (`number`, as `read_numbers` reads it) within MIN_COUNT_GAP of the count it stands
+    against (`around`, by default the fact's true count; years and numbers below SEPARATED_FROM are exact). A
+    neighbour, a true answer, stands against a number that may be the truth or may be another document's claim, so
+    its test is the same whichever of the two is the truth: too close within MIN_COUNT_GAP of the bigger, or where
+    one of the two, read as rounded at its last nonzero digit (two significant figures at the coarsest), would state
+    the other (100,000 against 95,000)."""
     other = around[0] / 10.0 ** around[1]
     counted = np.flatnonzero(t.numeric[rows] & ~t.year[rows])
     close = np.zeros(len(rows), dtype=bool)
     if not len(counted):
         return close
-    digits = values.gather(counted).str.replace_all(",", "").str.extract(r"(\d+(?:\.\d+)?)")
-    number, other = digits.cast(pl.Float64).fill_null(np.nan).to_numpy(), other[counted]
+    number, other = number[counted], other[counted]
     gap = np.abs(number - other)
     whole = np.nan_to_num(np.r_[number, other]).astype(np.int64)
     rounding = (10 ** np.minimum(_trailing_zeros(whole), np.maximum(_digits(whole) - 2, 0))).reshape(2, -1)
@@ -602,6 +606,13 @@ def _too_close(
     near = ((2 * gap <= rounding.max(axis=0)) | (gap < MIN_COUNT_GAP * bigger)) & (bigger >= SEPARATED_FROM)
     close[counted] = np.where(neighbour[counted], near, (gap < MIN_COUNT_GAP * other) & (other >= SEPARATED_FROM))
     return close
+
+
+def read_numbers(values: pl.Series) -> np.ndarray:
+    """The number a reader reads in each value: its first, thousands separators dropped ("about 1,200" is 1200.0);
+    NaN where it has none."""
+    digits = values.str.replace_all(",", "").str.extract(r"(\d+(?:\.\d+)?)")
+    return digits.cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
 def resolve(
@@ -631,9 +642,9 @@ def resolve(
     rounds = 2 * SPREAD_ROUNDS + 2 * int(t.distinct.size.max())
     for round_ in range(rounds):
         against = (around[0][todo], around[1][todo])
-        value, key, applied = claims(t, rows[todo], levels[todo], draw(todo, round_), round_, against)
+        value, key, applied, number = claims(t, rows[todo], levels[todo], draw(todo, round_), round_, against)
         neighbour = _neighbourly(t, rows[todo], levels[todo], round_)
-        close = _too_close(t, rows[todo], value, against, neighbour)
+        close = _too_close(t, rows[todo], number, against, neighbour)
         bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | close
         for avoided in avoid:
             bad |= (key == avoided[todo]) & (round_ < scanned[todo])

@@ -348,6 +348,7 @@ def test_neighbours_pair_ranks_by_a_matching_past_ties():
         corruption.Substitutes(
             values=values,
             keys=_keys(values),
+            number=corruption.read_numbers(values),
             start=np.array([0]),
             size=np.array([size]),
             own_first=np.zeros(1, dtype=np.int64),
@@ -460,7 +461,7 @@ def test_a_substitute_draw_skips_the_true_answer(pools):
     truths = corruption.truths(facts, pools)
     u = np.random.default_rng(3).random((5000, corruption.U_COLUMNS))
     rows = np.zeros(5000, dtype=np.int64)
-    values, _, _ = corruption.claims(
+    values, *_ = corruption.claims(
         truths, rows, np.full(5000, ENTITY), u, 0, (truths.value[rows], truths.decimals[rows])
     )
     assert "Asia" not in values.to_list() and set(values.to_list()) == set(COUNTRIES)
@@ -524,7 +525,7 @@ def test_a_neighbouring_count_keeps_the_gap_of_every_wrong_count(pools):
             close = corruption._too_close(
                 truths,
                 np.array([row]),
-                pl.Series([f"{value:,}"]),
+                corruption.read_numbers(pl.Series([f"{value:,}"])),
                 (np.array([against]), np.array([0])),
                 np.array([True]),
             )
