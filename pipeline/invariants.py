@@ -178,7 +178,7 @@ def checked_sql() -> str:
     # A document has a title and content, and its content states its claim; a document labelled number claims one.
     # A missing document or claim is another invariant's violation (eight_documents, *_claims_*), not these.
     texts = " AND ".join(
-        f"coalesce(length(documents[{p}].title) > 0 AND length(documents[{p}].content) > 0 AND "
+        f"coalesce(documents[{p}].title != '' AND documents[{p}].content != '' AND "
         f"(doc_claims[{p}] IS NULL OR contains(documents[{p}].content, doc_claims[{p}])), documents[{p}] IS NULL)"
         for p in _POSITIONS
     )
