@@ -401,7 +401,7 @@ def _shard_chunks(plan: ShardPlan, row_group_rows: int) -> Iterator[pa.Table]:
     draws = _draws(_WORKER["split_keys"].get(plan.split), ids)
     step = max(CHUNK_ROWS // row_group_rows, 1) * row_group_rows
     for start in range(0, len(ids), step):
-        engines.stop_if_orphaned()  # a shard of a build that is gone or stopped writes nothing into its staging folder
+        engines.stop_if_orphaned()  # a shard of a build that is gone or stopped never takes its name in staging
         part = slice(start, start + step)
         yield generate(ctx, _WORKER["seed"], ids[part], None if draws is None else draws[part])
     engines.stop_if_orphaned()
