@@ -611,7 +611,7 @@ def _too_close(
 def read_numbers(values: pl.Series) -> np.ndarray:
     """The number a reader reads in each value: its first, thousands separators dropped ("about 1,200" is 1200.0);
     NaN where it has none."""
-    digits = values.str.replace_all(",", "").str.extract(r"(\d+(?:\.\d+)?)")
+    digits = values.str.replace_all(",", "", literal=True).str.extract(r"(\d+(?:\.\d+)?)")
     return digits.cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
