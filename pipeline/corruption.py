@@ -111,7 +111,7 @@ class Substitutes:
 
     values: pl.Series
     keys: np.ndarray
-    number: np.ndarray  # what a reader reads in each value (`read_numbers`), for the gap of wrong counts
+    read: np.ndarray  # the number a reader reads in each value (`read_numbers`), for the gap of wrong counts
     start: np.ndarray
     size: np.ndarray
     own_first: np.ndarray
@@ -127,7 +127,7 @@ class Substitutes:
         return cls(
             values=table["value"],
             keys=table.select(key_expr(pl.col("value"))).to_series().to_numpy(),
-            number=read_numbers(table["value"]),
+            read=read_numbers(table["value"]),
             start=start,
             size=np.diff(np.r_[start, len(group)]),
             own_first=own["first"].fill_null(0).to_numpy().astype(np.int64),
@@ -161,6 +161,7 @@ class Neighbours:
     number: np.ndarray
     values: pl.Series
     keys: np.ndarray
+    read: np.ndarray  # as Substitutes.read: a value's own number may read otherwise ("５" is a digit but no float)
     start: np.ndarray
     size: np.ndarray
     tie: np.ndarray
@@ -181,6 +182,7 @@ class Neighbours:
             number=number[order],
             values=substitutes.values.gather(order),
             keys=substitutes.keys[order],
+            read=substitutes.read[order],
             start=np.r_[0, np.cumsum(size)[:-1]].astype(np.int64),
             size=size,
             tie=tie,
@@ -471,7 +473,7 @@ def claims(
     around: tuple[np.ndarray, np.ndarray],
 ) -> tuple[pl.Series, np.ndarray, np.ndarray, np.ndarray]:
     """One wrong-value attempt per item: values, their keys (`key_expr`), the kinds applied, and the number a reader
-    reads in each value (`read_numbers`: a near miss's or neighbour's own number, NaN in a value without one).
+    reads in each value (`read_numbers`; a near miss's own number).
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
@@ -497,7 +499,7 @@ def claims(
     order = np.argsort(np.r_[at, by, rest], kind="stable")
     values = pl.concat([numbers, t.neighbours.values.gather(neighbour), pool.values.gather(pick)]).gather(order)
     keys = np.r_[number_keys, t.neighbours.keys[neighbour], pool.keys[pick]][order]
-    read = np.r_[moved / 10.0 ** decimals[at], t.neighbours.number[neighbour], pool.number[pick]][order]
+    read = np.r_[moved / 10.0 ** decimals[at], t.neighbours.read[neighbour], pool.read[pick]][order]
     return values, keys, applied, read
 
 
@@ -542,7 +544,7 @@ def _near_miss(
     fallback = np.where(room, anywhere, np.where(back >= 0, back, moved))
     moved = _rounded(np.where(inside(moved), moved, np.where(inside(back), back, fallback)), t.figures[rows])
     bump = t.decimal_only[rows] & (moved % 10**decimals == 0)
-    return np.where(bump, np.where(inside(moved + 1), moved + 1, moved - 1), moved)
+    return np.where(bump, np.where(inside(moved + 1) | (moved == 0), moved + 1, moved - 1), moved)  # never -1
 
 
 def _rounded(value: np.ndarray, figures: np.ndarray) -> np.ndarray:
@@ -610,9 +612,9 @@ def _too_close(
 
 def read_numbers(values: pl.Series) -> np.ndarray:
     """The number a reader reads in each value: its first, thousands separators dropped ("about 1,200" is 1200.0);
-    NaN where it has none."""
+    NaN where it has none or its digits are no ASCII ones."""
     digits = values.str.replace_all(",", "", literal=True).str.extract(r"(\d+(?:\.\d+)?)")
-    return digits.cast(pl.Float64).fill_null(np.nan).to_numpy()
+    return digits.cast(pl.Float64, strict=False).fill_null(np.nan).to_numpy()  # other scripts' digits: NaN
 
 
 def resolve(

@@ -49,7 +49,7 @@ def run_local(
     `setup(*setup_args)` runs once in each process before its first shard (it loads what `write` reads). Keep
     `setup_args` small (paths, not tables): a spawned worker's arguments larger than a pipe's buffer hold up
     the start of the next worker until this one has imported its modules. Each worker dies with this process
-    (`_start_worker`); `write` should call `stop_if_orphaned` before it writes.
+    (`_start_worker`); `write` should call `stop_if_orphaned` before each chunk it generates and before its rename.
     """
     workers = min(workers, len(plans))  # a worker without a shard would only import and wait
     if workers == 1:
@@ -216,9 +216,10 @@ def watch_parent(parent: int, interval: float) -> None:
 
 
 def stop_if_orphaned() -> None:
-    """Before a shard is written: in a local pool's worker whose stage process is gone, end the worker at once, so
-    it publishes no shard into the staging folder a re-run deletes; in the stage process or a worker of a build that
-    failed or was interrupted, raise `Cancelled`. Elsewhere (a one-process build, a Ray worker) it does nothing."""
+    """Between a shard's chunks and before its rename: in a local pool's worker whose stage process is gone, end the
+    worker at once, so it publishes no shard (only a temporary file in the staging folder a re-run deletes); in the
+    stage process or a worker of a build that failed or was interrupted, raise `Cancelled`. Elsewhere (a one-process
+    build, a Ray worker) it does nothing."""
     if "pid" in _PARENT and os.getppid() != _PARENT["pid"]:
         os._exit(1)
     if _CANCELLED.is_set():

@@ -139,8 +139,11 @@ def check_table(table: pa.Table, plan: ShardPlan, start: int = 0) -> None:
         if not diffs:
             diffs = [f"column order: expected {EPISODE_SCHEMA.names}, got {table.schema.names}"]
         raise ValueError(f"{plan.path}: table does not match EPISODE_SCHEMA: " + "; ".join(diffs))
+    if not table.num_rows:
+        raise ValueError(f"{plan.path}: a table of no rows (from row {start} on)")
     if start + table.num_rows > plan.num_rows:
-        raise ValueError(f"{plan.path}: expected {plan.num_rows} rows, got at least {start + table.num_rows}")
+        got = f"at least {start + table.num_rows}" if start else table.num_rows
+        raise ValueError(f"{plan.path}: expected {plan.num_rows} rows, got {got}")
     ids = pl.from_arrow(table.column("episode_id")).to_numpy()  # not pyarrow's to_numpy: it imports pandas (0.3 s)
     expected_ids = np.arange(plan.first_id + start, plan.first_id + start + table.num_rows, dtype=np.int64)
     if not np.array_equal(ids, expected_ids):

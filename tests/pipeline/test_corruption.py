@@ -348,7 +348,7 @@ def test_neighbours_pair_ranks_by_a_matching_past_ties():
         corruption.Substitutes(
             values=values,
             keys=_keys(values),
-            number=corruption.read_numbers(values),
+            read=corruption.read_numbers(values),
             start=np.array([0]),
             size=np.array([size]),
             own_first=np.zeros(1, dtype=np.int64),
@@ -530,3 +530,23 @@ def test_a_neighbouring_count_keeps_the_gap_of_every_wrong_count(pools):
                 np.array([True]),
             )
             assert close.tolist() == [expected], (value, against)
+
+
+def test_the_number_a_wrong_claim_reads_as_is_the_one_its_text_gives(pools):
+    """The gap of wrong counts reads each drawn value's number from the draw (a near miss's own, a neighbour's or a
+    substitute's read once per group), never by parsing every value again: it is what its text gives, and a digit
+    of another script ("Port ５") reads as none, where parsing it as a float would stop the whole build."""
+    counts = [(f"{c:,}", [], "quantity", "city_population") for c in range(80_000, 130_000, 2_500)]
+    masses = [(f"{m / 1000:.3f}".rstrip("0"), [], "quantity", "atomic_mass") for m in range(1_008, 60_000, 2_900)]
+    prices = [(f"${p}.5 million", [], "quantity", "price") for p in range(10, 30)]
+    capitals = [(c, [], "place", "capital_of") for c in [*COUNTRIES, "Port ５"]]
+    truths = corruption.truths(_facts(counts + masses + prices + capitals), pools)
+    rows = np.arange(len(counts) + len(masses) + len(prices) + len(capitals)).repeat(20)
+    u = np.random.default_rng(11).random((len(rows), corruption.U_COLUMNS))
+    for level in (NUMBER, ENTITY, INVERSION):
+        for round_ in (0, 3, 30):
+            values, _, _, read = corruption.claims(
+                truths, rows, np.full(len(rows), level), u, round_, (truths.value[rows], truths.decimals[rows])
+            )
+            assert np.array_equal(read, corruption.read_numbers(values), equal_nan=True), (level, round_)
+    assert np.isnan(corruption.read_numbers(pl.Series(["Port ５", "no number"]))).all()

@@ -136,6 +136,15 @@ def test_build_is_identical_for_one_and_two_workers(facts_dir, tmp_path):
     assert list(one.splits) == list(SPLITS)
 
 
+def test_a_shard_generated_in_many_chunks_is_the_shard_generated_in_one(facts_dir, tmp_path, monkeypatch):
+    """A worker streams each shard to its file chunk by chunk: the chunks' size changes no byte."""
+    whole = build_episodes(facts_dir, tmp_path / "whole", TINY, SEED)
+    monkeypatch.setattr(episodes, "CHUNK_ROWS", 40)  # one 32-row group at a time: four chunks a shard
+    assert build_episodes(facts_dir, tmp_path / "chunked", TINY, SEED) == whole
+    for shard in whole.shards:
+        assert (tmp_path / "chunked" / shard.path).read_bytes() == (tmp_path / "whole" / shard.path).read_bytes()
+
+
 def test_stored_episodes_regenerate_from_code(dataset_dir, facts_dir):
     manifest = json.loads((dataset_dir / "manifest.json").read_text())
     stored = pa.concat_tables([pq.read_table(dataset_dir / shard["path"]) for shard in manifest["shards"]])

@@ -186,6 +186,16 @@ def test_hidden_build_is_byte_identical_for_one_and_two_workers(hidden_build, hi
     assert snapshot(tmp_path / "episodes", tmp_path / "answers") == snapshot(*hidden_build)
 
 
+def test_hidden_shards_generated_in_many_chunks_are_the_same_bytes(
+    hidden_build, hidden_facts_dir, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(episodes_stage, "CHUNK_ROWS", 100)  # one 64-row group at a time
+    build_episodes(
+        hidden_facts_dir, tmp_path / "episodes", HIDDEN, SEED, answers_dir=tmp_path / "answers", hidden_key=HIDDEN_KEY
+    )
+    assert snapshot(tmp_path / "episodes", tmp_path / "answers") == snapshot(*hidden_build)
+
+
 @pytest.mark.parametrize("given", [{"hidden_key": HIDDEN_KEY}, {"answers_dir": "answers"}], ids=["folder", "key"])
 def test_hidden_test_needs_an_answers_folder_and_a_key(hidden_facts_dir, tmp_path, given):
     with pytest.raises(ValueError, match="hidden_test is true: pass answers_dir, .* and hidden_key"):

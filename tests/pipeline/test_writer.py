@@ -35,6 +35,7 @@ from pipeline.writer import (
     output_folder,
     plan_shards,
     staging_all,
+    write_hidden_shard,
     write_manifest,
     write_shard,
 )
@@ -175,12 +176,38 @@ def test_a_shard_written_in_chunks_is_the_shard_written_whole(tmp_path):
     assert (tmp_path / "chunks" / plan.path).read_bytes() == (tmp_path / "whole" / plan.path).read_bytes()
 
 
+def test_a_hidden_shard_written_in_chunks_is_the_shard_written_whole(tmp_path):
+    plan = ShardPlan("test", 0, 1, 0, 9)
+    table = episode_table(plan)
+    write_hidden_shard(table, tmp_path / "whole", tmp_path / "whole-answers", plan, row_group_rows=2)
+    chunks = (table.slice(start, 4) for start in range(0, 9, 4))
+    write_hidden_shard(chunks, tmp_path / "chunks", tmp_path / "chunks-answers", plan, row_group_rows=2)
+    for folder in ("", "-answers"):
+        chunked, whole = tmp_path / f"chunks{folder}" / plan.path, tmp_path / f"whole{folder}" / plan.path
+        assert chunked.read_bytes() == whole.read_bytes()
+
+
+def test_an_interrupt_among_the_chunks_comes_through_and_leaves_no_file(tmp_path):
+    plan = ShardPlan("test", 0, 1, 0, 8)
+    table = episode_table(plan)
+
+    def chunks():
+        yield table.slice(0, 4)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_hidden_shard(chunks(), tmp_path / "episodes", tmp_path / "answers", plan, row_group_rows=2)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
 @pytest.mark.parametrize(
     ("lengths", "message"),
     [
         ([3, 6], "chunks but the last must hold whole row groups of 2; one ended at row 3"),
         ([4, 4], "expected 9 rows, got 8"),
         ([4, 4, 2], "expected 9 rows, got at least 10"),
+        ([10], "expected 9 rows, got 10"),
+        ([4, 0, 5], "a table of no rows (from row 4 on)"),
     ],
 )
 def test_chunks_that_break_a_row_group_or_the_count_leave_no_file(tmp_path, lengths, message):
