@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import hiddenkey
-from pipeline.interrupts import interruptible
+from pipeline.interrupts import held, interruptible
 from pipeline.params import (
     DEFAULT_PARAMS,
     FactsParams,
@@ -140,7 +140,7 @@ def write_facts(table: pa.Table, out_dir: Path) -> dict:
 
     Both are written under hidden temporary names and renamed only once both are complete, facts.parquet (what
     the episodes stage reads) last, so a reader never finds a half-written file or a build killed before it was
-    complete, and a failed write leaves the previous output untouched.
+    complete, and a failed write leaves the previous output untouched; a Ctrl-C between the renames waits for both.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -151,8 +151,9 @@ def write_facts(table: pa.Table, out_dir: Path) -> dict:
         pq.write_table(table, staged[parquet], compression="zstd")
         counts = summarise(table)
         staged[summary].write_text(json.dumps(counts, indent=2) + "\n")
-        for path, tmp in staged.items():
-            os.replace(tmp, path)
+        with held("facts"):
+            for path, tmp in staged.items():
+                os.replace(tmp, path)
     finally:
         for tmp in staged.values():
             tmp.unlink(missing_ok=True)

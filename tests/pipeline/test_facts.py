@@ -1,5 +1,7 @@
 import json
+import os
 import re
+import signal
 from pathlib import Path
 
 import polars as pl
@@ -188,3 +190,26 @@ def test_a_bad_source_list_is_the_one_error_when_revisions_name_its_sources(tmp_
     with pytest.raises(SystemExit) as raised:
         main(_params_file(tmp_path, **change), tmp_path / "facts")
     assert "facts.sources.1: Input should be" in str(raised.value) and "hub_revisions" not in str(raised.value)
+
+
+def test_ctrl_c_between_the_two_renames_waits_for_both(tmp_path, monkeypatch, caplog, table):
+    """An interrupt after summary.json is renamed and before facts.parquet is would leave a new summary beside the old
+    table, and the stage would say nothing was written: it waits for the second rename instead."""
+    write_facts(build_facts(SMALL_FACTS.model_copy(update={"sources": ["elements"]}), SEED), tmp_path)
+    replace = os.replace
+
+    def replace_then_interrupt(src, dst):
+        replace(src, dst)
+        if Path(dst).name == "summary.json":
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr("pipeline.facts.os.replace", replace_then_interrupt)
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        summary = write_facts(table, tmp_path)
+    except KeyboardInterrupt:  # let through, it would end the whole session
+        pytest.fail("the interrupt between the two renames came through")
+    assert pq.read_table(tmp_path / "facts.parquet").equals(table)
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary and summary["facts"] == table.num_rows
+    assert caplog.messages[-1].startswith("facts: interrupted as its new output was renamed into place")
+    assert signal.getsignal(signal.SIGINT) is handler
