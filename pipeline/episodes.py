@@ -59,6 +59,7 @@ from pipeline.schema import (
     ShardInfo,
     SplitInfo,
     hub_sources,
+    schema_difference,
 )
 from pipeline.writer import (
     MANIFEST_NAME,
@@ -357,8 +358,8 @@ def read_facts(facts_dir: Path) -> tuple[pa.Table, str]:
         facts = pq.ParquetFile(pa.BufferReader(data)).read()
     except (pa.ArrowException, OSError) as err:
         raise FactsError(f"{path}: not a Parquet file ({' '.join(str(err).split())}); re-{rebuild}") from None
-    if not facts.schema.equals(FACT_SCHEMA, check_metadata=False):
-        raise FactsError(f"{path}: not a facts table (its columns are not FACT_SCHEMA's); re-{rebuild}")
+    if difference := schema_difference(facts.schema, FACT_SCHEMA):
+        raise FactsError(f"{path}: not a facts table (columns differ from FACT_SCHEMA: {difference}); re-{rebuild}")
     if missing := sorted(set(SPLITS) - set(facts.column("split").unique().to_pylist())):
         raise FactsError(f"{path}: no fact in split(s) {missing}; episodes need facts in every split")
     if stored_pools(facts.schema.metadata) is None:

@@ -7,7 +7,6 @@ ones the SQL over the episodes reads (damaged bytes say nothing about the episod
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from pipeline.schema import (
     ManifestError,
     ShardInfo,
     load_manifest,
+    schema_difference,
 )
 
 
@@ -77,24 +77,8 @@ def _schema_difference(path: Path, expected: pa.Schema) -> str:
         found = pq.read_schema(path)
     except (pa.ArrowException, OSError):
         return "not a readable Parquet file"
-    if found.equals(expected, check_metadata=False):
-        return ""
-    counts = Counter(found.names)
-    extra = [name for name in counts if name not in expected.names]
-    missing = [name for name in expected.names if name not in counts]
-    twice = [name for name, count in counts.items() if count > 1]
-    changed = [
-        f"{field.name}: {_described(found.field(field.name))} (expected {_described(field)})"
-        for field in expected
-        if counts[field.name] == 1 and not found.field(field.name).equals(field)
-    ]
-    parts = [f"extra {extra}"] * bool(extra) + [f"missing {missing}"] * bool(missing) + changed
-    parts += [f"more than once {twice}"] * bool(twice)
-    return "columns differ from the schema: " + ("; ".join(parts) or f"order {found.names}")
-
-
-def _described(field: pa.Field) -> str:
-    return f"{field.type}{'' if field.nullable else ' not null'}"
+    difference = schema_difference(found, expected)
+    return difference and f"columns differ from the schema: {difference}"
 
 
 def row_group_problems(root: Path, shards: list[ShardInfo], size: int) -> tuple[list[str], list[str]]:

@@ -6,6 +6,7 @@ Schema version 1 (README: The episode). `reward_api` and `train` import from her
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -67,6 +68,29 @@ HIDDEN_COLUMNS = tuple(name for name in EPISODE_SCHEMA.names if name not in VISI
 ANSWER_COLUMNS = ("episode_id", *HIDDEN_COLUMNS)
 VISIBLE_SCHEMA = pa.schema([EPISODE_SCHEMA.field(n) for n in VISIBLE_COLUMNS], metadata=EPISODE_SCHEMA.metadata)
 ANSWERS_SCHEMA = pa.schema([EPISODE_SCHEMA.field(n) for n in ANSWER_COLUMNS], metadata=EPISODE_SCHEMA.metadata)
+
+
+def schema_difference(found: pa.Schema, expected: pa.Schema) -> str:
+    """How `found`'s columns differ from `expected`'s (names, types, nullability; metadata aside), or "" when they do
+    not: every check of a table or a file against its schema words it so."""
+    if found.equals(expected, check_metadata=False):
+        return ""
+    counts = Counter(found.names)
+    extra = [name for name in counts if name not in expected.names]
+    missing = [name for name in expected.names if name not in counts]
+    twice = [name for name, count in counts.items() if count > 1]
+    changed = [
+        f"{field.name}: {_described(found.field(field.name))} (expected {_described(field)})"
+        for field in expected
+        if counts[field.name] == 1 and not found.field(field.name).equals(field)
+    ]
+    parts = [f"extra {extra}"] * bool(extra) + [f"missing {missing}"] * bool(missing) + changed
+    parts += [f"more than once {twice}"] * bool(twice)
+    return "; ".join(parts) or f"column order {found.names} (expected {expected.names})"
+
+
+def _described(field: pa.Field) -> str:
+    return f"{field.type}{'' if field.nullable else ' not null'}"
 
 
 def hidden_config(split: str) -> str:

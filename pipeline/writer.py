@@ -39,6 +39,7 @@ from pipeline.schema import (
     ManifestError,
     ShardInfo,
     load_manifest,
+    schema_difference,
 )
 
 log = logging.getLogger(__name__)
@@ -128,17 +129,8 @@ def row_groups(rows: int, row_group_rows: int) -> int:
 def check_table(table: pa.Table, plan: ShardPlan, start: int = 0) -> None:
     """Refuse a table that is not exactly the planned rows from row `start` on, in EPISODE_SCHEMA: nothing is cast
     silently."""
-    if not table.schema.equals(EPISODE_SCHEMA, check_metadata=False):
-        expected = {f.name: f for f in EPISODE_SCHEMA}
-        got = {f.name: f for f in table.schema}
-        diffs = [
-            f"{name}: expected {expected.get(name)}, got {got.get(name)}"
-            for name in dict.fromkeys([*expected, *got])
-            if expected.get(name) is None or got.get(name) is None or not expected[name].equals(got[name])
-        ]
-        if not diffs:
-            diffs = [f"column order: expected {EPISODE_SCHEMA.names}, got {table.schema.names}"]
-        raise ValueError(f"{plan.path}: table does not match EPISODE_SCHEMA: " + "; ".join(diffs))
+    if difference := schema_difference(table.schema, EPISODE_SCHEMA):
+        raise ValueError(f"{plan.path}: table does not match EPISODE_SCHEMA: {difference}")
     if not table.num_rows:
         raise ValueError(f"{plan.path}: a table of no rows (from row {start} on)")
     if start + table.num_rows > plan.num_rows:

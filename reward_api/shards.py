@@ -28,6 +28,7 @@ from pipeline.schema import (
     ManifestError,
     ShardInfo,
     load_manifest,
+    schema_difference,
 )
 from reward_api.scoring import REWARD_VERSION
 
@@ -70,8 +71,8 @@ def open_shard(root: Path, info: ShardInfo, row_group_rows: int, schema: pa.Sche
         raise StoreError(f"{path}: not a readable Parquet file: {exc}") from exc
     meta = handle.metadata
     problems = []
-    if not handle.schema_arrow.equals(schema, check_metadata=False):
-        problems.append(f"columns {handle.schema_arrow.names} differ from the expected {schema.names}")
+    if difference := schema_difference(handle.schema_arrow, schema):
+        problems.append(f"columns differ from the schema: {difference}")
     if meta.num_rows != info.num_rows:
         problems.append(f"{meta.num_rows} rows, manifest says {info.num_rows}")
     if meta.num_row_groups != info.num_row_groups:

@@ -180,7 +180,10 @@ def test_main_refuses_bad_params_before_any_work(facts_dir, tmp_path):
     ("damage", "message"),
     [
         (lambda path: path.write_bytes(path.read_bytes()[:1000]), r"not a Parquet file \(Parquet magic bytes"),
-        (lambda path: pq.write_table(pq.read_table(path).drop(["subject"]), path), "not a facts table"),
+        (
+            lambda path: pq.write_table(pq.read_table(path).drop(["subject"]), path),
+            r"not a facts table \(columns differ from FACT_SCHEMA: missing \['subject'\]\)",
+        ),
         (
             lambda path: pq.write_table(pq.read_table(path, filters=[("split", "!=", "test")]), path),
             r"no fact in split\(s\) \['test'\]",

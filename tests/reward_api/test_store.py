@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.schema import HIDDEN_COLUMNS, TASKS, VISIBLE_COLUMNS
@@ -102,6 +105,25 @@ def test_broken_shard_of_the_right_size_stops_start_up(served_dir, tmp_path):
     data = victim.read_bytes()
     victim.write_bytes(data[:-8] + b"\0" * 8)
     with pytest.raises(StoreError, match=f"{victim.name}: not a readable Parquet file"):
+        EpisodeStore(root)
+
+
+def test_a_retyped_column_stops_start_up_naming_it(served_dir, tmp_path):
+    """Same names, another type: the refusal says which column and how, not only the names."""
+    root = _copy(served_dir, tmp_path)
+    manifest = json.loads((root / "manifest.json").read_text())
+    shard = manifest["shards"][0]
+    path = root / shard["path"]
+    table = pq.read_table(path)
+    at = table.schema.get_field_index("max_budget")
+    table = table.set_column(
+        at, pa.field("max_budget", pa.int16(), nullable=False), table["max_budget"].cast(pa.int16())
+    )
+    pq.write_table(table, path, row_group_size=manifest["row_group_rows"])
+    shard["bytes"] = path.stat().st_size
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    expected = "columns differ from the schema: max_budget: int16 not null (expected int8 not null)"
+    with pytest.raises(StoreError, match=f"{shard['path']}: {re.escape(expected)}"):
         EpisodeStore(root)
 
 
