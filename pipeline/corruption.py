@@ -44,6 +44,9 @@ from pipeline.schema import CORRUPTION_KINDS, OPEN
 NONE, NUMBER, ENTITY, INVERSION, COHERENT = range(len(CORRUPTION_KINDS))
 # A relation needs this many distinct answers (the truth and four wrong ones) to be its own substitute pool.
 MIN_GROUP = 5
+# A fact's own wrong answers (`distractors`) make its group from this many distinct ones: with four corrupt documents
+# and four clean ones, no wrong value may be claimed four times.
+MIN_OFFERED = 2
 # Substitute redraws: SPREAD_ROUNDS draws weighted like the answers, as many uniform over distinct values,
 # then a scan of the group's distinct values in order, so an item finds a free value whenever one exists.
 SPREAD_ROUNDS = 8
@@ -425,15 +428,24 @@ _TYPE_POOL = {"person": "person", "organization": "organization", "place": "plac
 
 
 def _offered(facts: pl.DataFrame) -> pl.DataFrame:
-    """row, key ("own:<row>") and value (its distractors) of the facts whose distractors include a wrong answer: one
-    another spelling of the answer would state the truth, and a group of those alone would never yield a claim."""
+    """row, key ("own:<row>") and value (its distractors) of the facts whose distractors include MIN_OFFERED wrong
+    answers: one another spelling of the answer would state the truth, and with one wrong answer alone (FaithEval's
+    other options but one run past five words) an adversarial episode's four corrupt documents would all claim it,
+    as many as state the truth."""
     rows = facts.select(pl.int_range(pl.len()).alias("row"), _accepted_keys().alias("accepted"), "distractors")
     return (
         rows.explode("distractors")
         .filter(pl.col("distractors").is_not_null())
-        .filter(~pl.col("accepted").list.contains(key_expr(pl.col("distractors"))))
+        .with_columns(distractor_key=key_expr(pl.col("distractors")))
+        .filter(~pl.col("accepted").list.contains(pl.col("distractor_key")))
         .group_by("row", maintain_order=True)
-        .agg(key=pl.format("own:{}", pl.col("row").first()), value=pl.col("distractors"))
+        .agg(
+            key=pl.format("own:{}", pl.col("row").first()),
+            value=pl.col("distractors"),
+            wrong=pl.col("distractor_key").n_unique(),
+        )
+        .filter(pl.col("wrong") >= MIN_OFFERED)
+        .drop("wrong")
     )
 
 

@@ -18,6 +18,7 @@ from pipeline.facts import build_facts, write_facts
 from pipeline.facts import main as facts_main
 from pipeline.params import FACT_SOURCES, HUB_SOURCES, EpisodesParams, FactsParams, read_params
 from pipeline.sources import hub
+from pipeline.validate import validate
 from tests.hubstandin import HubStandin, hub_standin, publish
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -88,9 +89,10 @@ def write_popqa(root: Path) -> str:
     return str(folder)
 
 
-def write_faitheval(root: Path) -> str:
-    """FaithEval counterfactual: data/test-*.parquet with choices{label, text}, answerKey and "num of options"."""
-    questions = [
+def write_faitheval(root: Path, questions: list[tuple[str, str, list[str], str]] | None = None) -> str:
+    """FaithEval counterfactual: data/test-*.parquet with choices{label, text}, answerKey and "num of options"; by
+    default eight questions of three options."""
+    questions = questions or [
         ("Mercury_7001", "What gas do plants absorb from the air?", ["oxygen", "nitrogen", "carbon dioxide"], "A"),
         ("Mercury_7002", "Which of the following is a mammal?", ["shark", "whale", "trout"], "B"),
         ("Mercury_7003", "In what year did the bridge open?", ["1888", "1932", "1960"], "B"),
@@ -100,15 +102,14 @@ def write_faitheval(root: Path) -> str:
         ("Mercury_7007", "Which gas is listed below as inert?", ["argon", "oxygen", "hydrogen"], "A"),
         ("Mercury_7008", "When a switch is opened in a circuit, the current", ["stops", "doubles", "rises"], "A"),
     ]
-    labels = ["A", "B", "C"]
     table = pa.table(
         {
             "id": [q[0] for q in questions],
             "question": [q[1] for q in questions],
             "context": ["A passage that supports the keyed answer."] * len(questions),
-            "choices": [{"label": labels, "text": q[2]} for q in questions],
+            "choices": [{"label": list("ABCD"[: len(q[2])]), "text": q[2]} for q in questions],
             "answerKey": [q[3] for q in questions],
-            "num of options": [3] * len(questions),
+            "num of options": [len(q[2]) for q in questions],
         }
     )
     folder = root / "FaithEval-counterfactual-v1.0"
@@ -224,6 +225,35 @@ def test_the_manifest_records_where_the_hub_sources_were_read(hub_paths, tmp_pat
     assert json.loads((tmp_path / "facts" / "summary.json").read_text())["hub_sources"] == local
     # The manifest is published: a local copy is named as one, without the builder's path.
     assert manifest.hub_sources == dict.fromkeys(local, {"path": None, "commit": None})
+
+
+def test_one_short_wrong_option_never_outvotes_the_truth(tmp_path):
+    """A FaithEval question whose other options but one run past five words leaves its fact one wrong answer of its
+    own: the four corrupt documents of an adversarial episode claimed it four times, as often as the truth was stated
+    (a build of such facts failed validation). Such a fact draws its wrong claims from its kind's answers instead."""
+    long = "an option that runs to far more than five words"
+    words = [
+        a + b for a in "bcdfghjk" for b in ("ol", "an", "ur", "ix", "em", "ot", "ap", "ug")
+    ]  # no digits: not numbers
+    questions = [
+        (f"Mercury_{i}", f"Which item is listed as number {i}?", [f"{words[i]}", f"{words[i]}ia", long], "A")
+        for i in range(60)
+    ]
+    folder = write_faitheval(tmp_path / "hub", questions)
+    params = FactsParams(
+        sources=["faitheval"],
+        synthetic_entities=1,
+        split_weights={"train": 0.6, "validation": 0.2, "test": 0.2},
+        hub_limit=100,
+    )
+    facts = build_facts(params, 5, hub_paths={"faitheval": folder})
+    assert pl.from_arrow(facts)["distractors"].list.len().max() == 1
+    write_facts(facts, tmp_path / "facts")
+    episodes = EpisodesParams(train=512, validation=128, test=128, workers=1, shard_rows=512, row_group_rows=64)
+    build_episodes(tmp_path / "facts", tmp_path / "episodes", episodes, 5)
+    metrics = validate(tmp_path / "episodes")
+    assert metrics["task"]["adversarial"] > 100
+    assert not any(metrics["violations"].values()), metrics["violation_examples"]
 
 
 def test_the_stage_reads_a_hub_source_from_the_folder_its_params_name(hub_paths, tmp_path, monkeypatch):
