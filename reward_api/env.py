@@ -74,9 +74,7 @@ class ContextCorruptionEnv(Environment[ContextCorruptionAction, ContextCorruptio
         self._game = GameState(chosen)
         return self._observe(Outcome(self._game, None, "new episode: read the documents, flag corrupt ones, submit"))
 
-    def step(
-        self, action: ContextCorruptionAction, timeout_s: float | None = None, **kwargs: Any
-    ) -> ContextCorruptionObservation:
+    def step(self, action: ContextCorruptionAction, timeout_s: float | None = None) -> ContextCorruptionObservation:
         state = self._current(action.state_token)
         outcome = apply(state, action.move(), self._backend.store.key(state.episode_id))
         self._game = outcome.state

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from openenv.core.env_server.types import Action, Observation, State
+from openenv.core.env_server.types import Action, Observation, State, StepRequest
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -120,6 +120,13 @@ class ContextCorruptionState(State):
     flagged_ids: list[int] = Field(default_factory=list)
     budget_used: int = 0
     done: bool = False
+
+
+class StepBody(StepRequest):
+    """POST /step: OpenEnv's body, closed. OpenEnv hands a key it does not know to the environment's step as an
+    argument: one named as a parameter of its own helpers ("func", "self") broke the call, a 500."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class ResetBody(Closed):

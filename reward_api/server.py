@@ -19,7 +19,7 @@ from fastapi.routing import APIRoute
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
 from openenv.core.env_server.serialization import serialize_observation
-from openenv.core.env_server.types import ConcurrencyConfig, ResetResponse
+from openenv.core.env_server.types import ConcurrencyConfig, ResetResponse, StepResponse
 from pydantic import ValidationError
 from starlette.routing import Route
 
@@ -41,6 +41,7 @@ from reward_api.models import (
     ResetBody,
     ScoreIn,
     ScoreOut,
+    StepBody,
     SubmissionIn,
     TaskOut,
     TraceIn,
@@ -122,26 +123,42 @@ STEP_EXAMPLES = {
 }
 
 
-def _document_step(app: FastAPI) -> None:
-    """OpenEnv's /step documents a generic action; show ours (the schema is at /schema, `action`)."""
-    for route in app.router.routes:
-        if isinstance(route, APIRoute) and route.path == "/step":
-            route.description = (
-                "One action of the game (read_doc, flag_suspicious, unflag_doc: doc_id 0..7; submit_answer: answer "
-                "and confidence 0..1); each costs 1 budget. Over HTTP send the state_token of the last observation: "
-                "403 if it was tampered with or signed elsewhere, 409 once the episode is over."
-            )
-            route.openapi_extra = {"requestBody": {"content": {"application/json": {"examples": STEP_EXAMPLES}}}}
+def _replace_step(app: FastAPI) -> None:
+    """OpenEnv's /step, its body closed (`StepBody`: an unknown key is a 422), documented with our actions (the
+    schema is at /schema, `action`)."""
+    route = next(r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/step")
+    app.router.routes.remove(route)
+    forward = route.endpoint
+
+    async def step(request: StepBody) -> StepResponse:
+        return await forward(request)
+
+    app.add_api_route(
+        "/step",
+        step,
+        methods=["POST"],
+        response_model=route.response_model,
+        tags=route.tags,
+        summary=route.summary,
+        description=(
+            "One action of the game (read_doc, flag_suspicious, unflag_doc: doc_id 0..7; submit_answer: answer "
+            "and confidence 0..1); each costs 1 budget. Over HTTP send the state_token of the last observation: "
+            "403 if it was tampered with or signed elsewhere, 409 once the episode is over."
+        ),
+        openapi_extra={"requestBody": {"content": {"application/json": {"examples": STEP_EXAMPLES}}}},
+    )
 
 
 def _rpc_call(body: bytes) -> dict | None:
     """The JSON-RPC request in a /mcp body as OpenEnv's handler reads it (json.loads: a stricter parser refused a
     lone surrogate, "\\ud800", that json.loads takes, and the call went on to open a session); {} when it is no
-    object, which OpenEnv's handler refuses itself, and None when it is no JSON at all."""
+    object, which OpenEnv's handler refuses itself, and None when it is no JSON at all or holds a lone surrogate: no
+    Unicode text, it broke the reply that echoed it (an id, a method: a 500)."""
     try:
         call = json.loads(body)
+        json.dumps(call, ensure_ascii=False).encode()
     except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's limit
-        return None
+        return None  # UnicodeEncodeError, a lone surrogate's, is a ValueError
     return call if isinstance(call, dict) else {}
 
 
@@ -289,7 +306,7 @@ def build_app(backend: Backend, api_token: str | None = None, session_timeout: f
     app.title = "ContextCorruption reward API"
     app.state.backend = backend
     _replace_reset(app, backend)
-    _document_step(app)
+    _replace_step(app)
     _drop_task_api(app)
     _refuse_mcp_sessions(app)
     _add_routes(app, backend)

@@ -48,6 +48,10 @@ CASES = [
     ("post", "/step", {"action": {"action_type": "submit_answer", "answer": "a", "confidence": 2}}, 422, "less than"),
     ("post", "/step", {"action": {**FLAG, "colour": "red"}}, 422, "Extra inputs"),
     ("post", "/step", {}, 422, "Field required"),
+    # OpenEnv passed an unknown key on to step(): "func" and "self" collided with its helpers' parameters (a 500).
+    ("post", "/step", {"action": FLAG, "func": 1}, 422, "Extra inputs"),
+    ("post", "/step", {"action": FLAG, "self": 1}, 422, "Extra inputs"),
+    ("post", "/step", {"action": FLAG, "render": True}, 422, "Extra inputs"),
     ("post", "/score", {**SUB, "episode_id": 10**9}, 404, "no episode"),
     ("post", "/score", {**SUB, "episode_id": -1}, 422, "greater than or equal to 0"),
     ("post", "/score", {**SUB, "flagged_ids": [8]}, 422, "less than or equal to 7"),
@@ -111,6 +115,22 @@ def test_nan_infinity_surrogates_and_broken_json_are_422(http, path, raw):
     reply = http.post(path, content=raw, headers={"content-type": "application/json"})
     assert reply.status_code == 422, reply.text
     assert reply.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"jsonrpc": "2.0", "method": "openenv/session/\\ud800", "id": 1}',
+        b'{"jsonrpc": "2.0", "method": "openenv/session/create", "id": "\\ud800"}',
+        b'{"jsonrpc": "2.0", "method": "tools/list", "id": "\\ud800"}',
+        b'{"jsonrpc": "2.0", "method": "\\ud800", "id": 1}',
+        b'{"jsonrpc": "2.0", "method": "tools/list", "id": 1, "params": {"session_id": "\\ud800"}}',
+    ],
+)
+def test_a_lone_surrogate_over_mcp_is_a_parse_error(http, raw):
+    """Echoed in the JSON-RPC reply (its id, its method), a lone surrogate broke the reply's UTF-8: a 500."""
+    reply = http.post("/mcp", content=raw, headers={"content-type": "application/json"})
+    assert reply.status_code == 200 and reply.json()["error"]["code"] == -32700, reply.text
 
 
 def test_score_batch_reports_errors_as_score_does(http):
