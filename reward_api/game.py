@@ -69,6 +69,10 @@ def check_move(move: Move) -> None:
         raise MoveError(f"confidence must be in [0, 1], got {move.confidence}")
     if len(move.answer) > MAX_ANSWER_CHARS:
         raise MoveError(f"answer must be at most {MAX_ANSWER_CHARS} characters, got {len(move.answer)}")
+    try:  # the server's JSON parsers refuse a lone surrogate; training's tool calls (json.loads) do not
+        move.answer.encode()
+    except UnicodeEncodeError as err:
+        raise MoveError(f"answer must be Unicode text; character {err.start} is a lone surrogate") from None
     if move.doc_id is not None:
         raise MoveError("submit_answer takes no doc_id")
 

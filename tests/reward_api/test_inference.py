@@ -90,6 +90,12 @@ def test_parse_action_explains_bad_replies():
         "action_type": "flag_suspicious",
         "doc_id": 3,
     }
+    # A model's runaway object (an endless number, brackets nested past the interpreter's limit) ended the whole run
+    # (RecursionError), or hid the action after it (ValueError).
+    for runaway in ["9" * 5000, "[" * 3000 + "]" * 3000]:
+        assert parse_action(f'{{"a": {runaway}}} {{"action_type": "read_doc", "doc_id": 1}}')["doc_id"] == 1
+        with pytest.raises(ValueError, match="unreadable JSON action: an integer of over 4,300 digits, or nested"):
+            parse_action(f'{{"a": {runaway}}}')
     for reply, message in [
         ("no idea", "no JSON"),
         ("{'a': 1}", "no JSON"),

@@ -77,6 +77,7 @@ def test_unfinished_rollout_scores_as_empty_submission(env_row):
         ("submit_answer", {"answer": "x", "confidence": 1.5}),
         ("submit_answer", {"answer": "x", "confidence": "high"}),
         ("submit_answer", {"answer": "x" * 1001, "confidence": 0.5}),  # the API's limit
+        ("submit_answer", {"answer": "Paris\ud800", "confidence": 0.5}),  # the API refuses it; normalize dropped it
     ],
 )
 def test_invalid_actions_raise_and_cost_nothing(env_row, tool, kwargs):
