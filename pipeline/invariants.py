@@ -123,6 +123,8 @@ EPISODE_INVARIANTS = {
     "answer_strict_plurality": _plurality(),
     "max_budget": f"max_budget = {MAX_BUDGET}",
     "answer_type": f"list_contains({_sql_list(ANSWER_TYPES)}, answer_type)",
+    # The answer and every alias keep a word under the normalisation: one it empties ("?") accepts an empty submission.
+    "answers_have_words": "NOT list_contains(accepted, '')",
     "ids_sorted_contiguous": "ids_ok",
 }
 # Invariant name -> SQL over `checked`, true for an offending episode: the episode invariants, and one that

@@ -20,6 +20,9 @@ FACT_COLUMNS = {
     "distractors": pl.List(pl.String),  # wrong answers the source itself offers (FaithEval's other options)
 }
 _SEP = "\x1f"  # ASCII unit separator: never part of an alias
+# A word character, what the reward's normalisation keeps (Python's \w): a spelling without one ("?", "-")
+# normalises to "", so an empty submission would score as it.
+_WORD = re.compile(r"\w")
 _INTEGER = re.compile(r"[+-]?\d{1,3}(,\d{3})+|[+-]?\d+")
 _DECIMAL = re.compile(r"[+-]?\d+\.\d+")
 # Other names of a place: a name that changed after the packaged data was made, or a spelling as common as the data's
@@ -62,14 +65,14 @@ class FactRows:
             ("fact_id", fact_id),
             ("question", question),
             ("answer", answer),
-            ("answer_aliases", _SEP.join(a for a in spellings if a and a != answer)),
+            ("answer_aliases", _SEP.join(a for a in spellings if a != answer and has_word(a))),
             ("answer_type", kind),
             ("source", self.source),
             ("subject", subject),
             ("relation", relation),
             (
                 "distractors",
-                _SEP.join(d for d in dict.fromkeys(distractors) if d and d != answer and d not in spellings),
+                _SEP.join(d for d in dict.fromkeys(distractors) if d != answer and d not in spellings and has_word(d)),
             ),
         ):
             self.columns[name].append(value)
@@ -85,6 +88,12 @@ class FactRows:
             for name in lists
         ]
         return with_spaced_aliases(frame.with_columns(split))
+
+
+def has_word(text: str) -> bool:
+    """Whether the reward's normalisation leaves anything of `text` (an answer or alias that it empties would
+    accept the empty submission)."""
+    return _WORD.search(text) is not None
 
 
 def written_variants(name: str) -> list[str]:

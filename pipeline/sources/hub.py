@@ -22,7 +22,7 @@ from typing import NamedTuple
 import polars as pl
 
 from pipeline.schema import OPEN
-from pipeline.sources.common import FactRows, canonical_number, infer_answer_type
+from pipeline.sources.common import FactRows, canonical_number, has_word, infer_answer_type
 
 MAX_ANSWER_WORDS = 5
 # Full ids: the legacy `nq_open` is a redirect, and a bare name would also be a folder of the working directory.
@@ -207,7 +207,8 @@ def _json_list(value: object, column: str) -> list:
 
 
 def is_short(answer: str) -> bool:
-    return bool(answer.strip()) and len(answer.split()) <= MAX_ANSWER_WORDS
+    """An answer of at most MAX_ANSWER_WORDS words, one at least (punctuation alone, "?", is none)."""
+    return has_word(answer) and len(answer.split()) <= MAX_ANSWER_WORDS
 
 
 def as_question(text: str) -> str:

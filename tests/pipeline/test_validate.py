@@ -151,6 +151,8 @@ EDITS = {
         lambda rows: row(rows, 20)["documents"][0].update(content="A document that claims nothing."),
         lambda rows: row(rows, 23)["documents"][5].update(title=""),
         set_field(28, task="medium", corrupt_ids=[-1, 4]),
+        set_field(27, answer_aliases=["-"]),  # normalises to "": an empty submission would score as the answer
+        set_field(31, answer_aliases=["x", "y", "?!"]),
     ],
     TRAIN2: [swap_first_rows],
     VALIDATION: [set_field(41, fact_id="train:0")],
@@ -168,6 +170,7 @@ EXPECTED = {
     "documents_state_claims": [20, 23],
     "max_budget": [15],
     "answer_type": [16],
+    "answers_have_words": [27, 31],
     "ids_sorted_contiguous": [19, 32, 33, 500],
     "fact_in_one_split": [0, 41],
 }

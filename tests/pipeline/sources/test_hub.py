@@ -37,13 +37,15 @@ def write_nq_open(root: Path) -> str:
             "how many people live in lagos",
             "what is the plot of the novel",
             "who sang the theme song",
+            "which mark ends a question",
         ],
         "answer": [
-            ["Homer"],
+            ["Homer", "-"],  # "-" normalises to "": no alias, or an empty submission would score as the answer
             ["1918", "11 November 1918"],
             ["15388000", "about fifteen million"],
             ["a young man travels across the country to find his father"],  # too long: dropped
-            ["a singer whose name takes more than five words", "Jane Doe"],  # first short answer wins
+            ["a singer whose name takes more than five words", "…", "Jane Doe"],  # the first short answer wins
+            ["?"],  # no word: no answer, no fact
         ],
     }
     folder = root / "nq_open"
@@ -150,6 +152,7 @@ def test_nq_open_keeps_short_answers_with_aliases(hub_paths, well_formed):
     assert (lagos["answer"], lagos["answer_type"]) == ("15,388,000", "quantity")
     assert lagos["answer_aliases"] == ["15388000", "about fifteen million"]
     assert by_question["Who sang the theme song?"]["answer"] == "Jane Doe"
+    assert by_question["Who wrote the iliad?"]["answer_aliases"] == []
     assert facts["fact_id"].equals(hub.nq_open(_local(hub_paths["nq_open"]), limit=100).facts["fact_id"])
 
 
@@ -332,7 +335,7 @@ def _nq_open_null_answer(root: Path) -> str:
             "nq_open",
             _nq_open_null_answer,
             "Who wrote the iliad?",
-            5,
+            6,
             "train row 0: answer is not a list of texts: None",
         ),
     ],
