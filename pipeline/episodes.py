@@ -56,9 +56,11 @@ from pipeline.schema import (
     TASKS,
     AnswersManifest,
     Manifest,
+    ManifestError,
     ShardInfo,
     SplitInfo,
     hub_sources,
+    load_manifest,
     schema_difference,
 )
 from pipeline.writer import (
@@ -456,7 +458,8 @@ def build_episodes(
     plans = params.shard_plans()
     digest = params_hash(seed, params.content(), facts_hash)
     outputs = [(Path(out_dir), Manifest)] + ([] if answers_dir is None else [(Path(answers_dir), AnswersManifest)])
-    with staging_all(outputs) as (root, *rest):
+    check = None if answers_dir is None else partial(_own_answers, Path(out_dir), Path(answers_dir))
+    with staging_all(outputs, check) as (root, *rest):
         answers = rest[0] if rest else None
         args = {"root": root, "row_group_rows": params.row_group_rows}
         write = (
@@ -516,6 +519,26 @@ def _separate(facts_dir: Path, out_dir: Path, answers_dir: Path | None) -> None:
         raise OutputError(
             f"{out_dir} and {answers_dir}: the dataset folder and the answers folder must not hold one another (each "
             "is replaced whole); give them folders of their own, e.g. data/episodes and data/answers"
+        )
+
+
+def _own_answers(out_dir: Path, answers_dir: Path) -> None:
+    """An answers folder holding hidden ground truth is replaced only by a build of the dataset folder whose manifest
+    binds it: a build beside another (`--out X/b` next to a hidden X/a, both answered in X/answers, the default)
+    deleted ground truth that only its build's key can make again."""
+    try:
+        listed = load_manifest(answers_dir / MANIFEST_NAME, AnswersManifest, "")
+    except ManifestError:  # no answers folder, or an empty one: nothing to keep
+        return
+    try:
+        bound = load_manifest(out_dir / MANIFEST_NAME, Manifest, "").answers_sha256
+    except ManifestError:
+        bound = None
+    if listed.shards and bound != file_sha256(answers_dir / MANIFEST_NAME):
+        raise OutputError(
+            f"{answers_dir}: holds the ground truth of another build's hidden splits ({len(listed.shards)} shards; "
+            f"{out_dir / MANIFEST_NAME} does not bind it), which only that build's key makes again; give this "
+            f"build an answers folder of its own (--answers), or remove {answers_dir} if its build is gone"
         )
 
 

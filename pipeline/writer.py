@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,9 +295,10 @@ Kind = type[Manifest | AnswersManifest]
 
 
 @contextmanager
-def staging_all(outputs: Sequence[tuple[Path, Kind]]) -> Iterator[list[Path]]:
+def staging_all(outputs: Sequence[tuple[Path, Kind]], check: Callable[[], None] | None = None) -> Iterator[list[Path]]:
     """Yield a hidden folder beside each output folder; on success they replace the outputs together, on error they
-    are removed.
+    are removed. `check` (raising OutputError) sees the outputs as the last build left them, locked, before anything
+    is staged.
 
     Together: the dataset's manifest binds its answers folder by checksum, and answers committed (and the old ones
     deleted) before the dataset's rename failed had left the old dataset beside the new build's answers. Every old
@@ -316,6 +317,8 @@ def staging_all(outputs: Sequence[tuple[Path, Kind]]) -> Iterator[list[Path]]:
         for (out_dir, _), target in zip(outputs, targets, strict=True):
             locks.enter_context(_only_build(out_dir, target))
         _recover(targets, olds)
+        if check is not None:
+            check()
         for partial in partials:
             _remove(partial)
             partial.mkdir(parents=True)

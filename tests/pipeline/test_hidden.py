@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -41,7 +42,7 @@ from pipeline.schema import (
     Manifest,
 )
 from pipeline.validate import validate
-from pipeline.writer import staging_all, write_manifest
+from pipeline.writer import OutputError, staging_all, write_manifest
 from reward_api.store import EpisodeStore, StoreError
 from tests.conftest import SEED, SMALL_EPISODES, write_params
 from tests.hiddenbuild import HIDDEN, HIDDEN_KEY, build_hidden
@@ -307,6 +308,20 @@ def test_answers_of_another_build_are_refused_by_the_server_and_validate(hidden_
     assert validate(episodes, answers=answers)["violation_examples"]["answers_match"] == [
         "answers/manifest.json: another build's (params_hash or sha256 differs from manifest.json)"
     ]
+
+
+def test_a_build_beside_a_hidden_one_keeps_its_answers(hidden_facts_dir, tmp_path):
+    """Dataset folders side by side share the default answers folder (`answers` beside each): a second build there
+    deleted the first's hidden ground truth, which only its key makes again. The first's own rebuild replaces it."""
+    first, answers = build_hidden(tmp_path, hidden_facts_dir)
+    before = snapshot(first, answers)
+    refusal = f"{answers}: holds the ground truth of another build's hidden splits"
+    with pytest.raises(OutputError, match=re.escape(refusal)):
+        build_episodes(hidden_facts_dir, tmp_path / "other", SMALL_EPISODES, SEED, answers_dir=answers)
+    assert snapshot(first, answers) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["answers", "episodes"]
+    build_episodes(hidden_facts_dir, first, SMALL_EPISODES, SEED, answers_dir=answers)
+    assert AnswersManifest.model_validate_json((answers / MANIFEST_NAME).read_text()).shards == []
 
 
 # Prepended to the stage: SIGKILL at the k-th (argv[1]) rename of its two folders: the old episodes and answers
