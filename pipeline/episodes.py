@@ -16,6 +16,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import partial
@@ -601,6 +602,11 @@ def main(
             raise SystemExit(f"episodes: {err}") from None
         except OSError as err:  # the disk filled up, or a folder became unwritable, mid-build: nothing is left staged
             raise SystemExit(f"episodes: writing the dataset failed: {err}") from None
+        except BrokenProcessPool:  # a worker was killed (the kernel's OOM killer, say): its shard is lost
+            raise SystemExit(
+                "episodes: a worker process died (killed, or out of memory: fewer episodes.workers use less); "
+                "nothing was written"
+            ) from None
     seconds = time.perf_counter() - started
     if manifest.hidden_splits:
         log.info(

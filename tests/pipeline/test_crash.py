@@ -211,6 +211,35 @@ def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(f
                 os.kill(pid, signal.SIGKILL)
 
 
+def test_a_killed_worker_ends_the_stage_in_one_line_and_leaves_nothing(facts_dir, tmp_path):
+    """A worker the kernel kills (out of memory, say) broke the pool: the stage ended in a traceback."""
+    episodes = SMALL_EPISODES.model_copy(update={"train": 20_000, "workers": 2})  # 40 train shards of 512
+    write_params(tmp_path, episodes=episodes)
+    shutil.copytree(facts_dir, tmp_path / "data" / "facts")
+    partial = tmp_path / "data" / ".episodes.partial"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    stage = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.episodes"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not any(partial.glob("data/*.parquet")) and stage.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert stage.poll() is None, "the stage finished (or failed) before a shard was staged"
+        (worker,) = (pid for pid in children(stage.pid) if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes())
+        os.kill(worker, signal.SIGKILL)
+        _, stderr = stage.communicate(timeout=120)
+        assert stage.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+        last = stderr.replace("\r", "\n").splitlines()[-1]  # after the progress bar's redraws
+        assert last.startswith("episodes: a worker process died (killed, or out of memory") and last.endswith(
+            "nothing was written"
+        )
+        assert not partial.exists() and not (tmp_path / "data" / "episodes").exists()
+    finally:
+        stage.kill()
+        stage.wait()
+
+
 @pytest.mark.parametrize("ignored", [False, True], ids=["foreground", "sigint-ignored"])
 def test_ctrl_c_stops_an_episodes_stage_with_idle_workers_and_leaves_nothing(facts_dir, tmp_path, ignored):
     """Ctrl-C reaches the whole process group: idle pool workers died of it, and the stage then waited for them in
