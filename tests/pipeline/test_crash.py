@@ -179,25 +179,34 @@ def listing(folder: Path) -> dict[str, tuple[int, int]]:
     return {p.relative_to(folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 
 
-def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(facts_dir, tmp_path):
-    episodes = SMALL_EPISODES.model_copy(update={"train": 20_000, "workers": 2})  # 40 train shards of 512
-    write_params(tmp_path, episodes=episodes)
+TWO_WORKERS = SMALL_EPISODES.model_copy(update={"train": 20_000, "workers": 2})  # 40 train shards of 512
+
+
+def staging_stage(facts_dir: Path, tmp_path: Path, stderr: int) -> tuple[subprocess.Popen, Path]:
+    """The episodes stage (TWO_WORKERS) run in `tmp_path` once it has staged a shard, and its staging folder."""
+    write_params(tmp_path, episodes=TWO_WORKERS)
     shutil.copytree(facts_dir, tmp_path / "data" / "facts")
     partial = tmp_path / "data" / ".episodes.partial"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     stage = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.episodes"], cwd=tmp_path, env=env, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "pipeline.episodes"], cwd=tmp_path, env=env, stderr=stderr, text=True
     )
+    deadline = time.monotonic() + 120
+    while not any(partial.glob("data/*.parquet")) and stage.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    if stage.poll() is not None:
+        raise AssertionError("the stage finished (or failed) before a shard was staged")
+    return stage, partial
+
+
+def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(facts_dir, tmp_path):
+    stage, partial = staging_stage(facts_dir, tmp_path, subprocess.DEVNULL)
     workers: set[int] = set()
     try:
-        deadline = time.monotonic() + 120
-        while not any(partial.glob("data/*.parquet")) and stage.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        assert stage.poll() is None, "the stage finished (or failed) before a shard was staged"
         workers = children(stage.pid)  # the pool's workers - 1 processes and multiprocessing's resource tracker
         os.kill(stage.pid, signal.SIGKILL)  # the stage alone, not its process group
         stage.wait()
-        assert len(workers) >= episodes.workers
+        assert len(workers) >= TWO_WORKERS.workers
 
         assert not wait_gone(workers, 5), "processes of the killed stage still run"
         written = listing(partial)
@@ -213,19 +222,8 @@ def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(f
 
 def test_a_killed_worker_ends_the_stage_in_one_line_and_leaves_nothing(facts_dir, tmp_path):
     """A worker the kernel kills (out of memory, say) broke the pool: the stage ended in a traceback."""
-    episodes = SMALL_EPISODES.model_copy(update={"train": 20_000, "workers": 2})  # 40 train shards of 512
-    write_params(tmp_path, episodes=episodes)
-    shutil.copytree(facts_dir, tmp_path / "data" / "facts")
-    partial = tmp_path / "data" / ".episodes.partial"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    stage = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.episodes"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
-    )
+    stage, partial = staging_stage(facts_dir, tmp_path, subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while not any(partial.glob("data/*.parquet")) and stage.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        assert stage.poll() is None, "the stage finished (or failed) before a shard was staged"
         (worker,) = (pid for pid in children(stage.pid) if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes())
         os.kill(worker, signal.SIGKILL)
         _, stderr = stage.communicate(timeout=120)
