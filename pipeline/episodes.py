@@ -365,7 +365,13 @@ def read_facts(facts_dir: Path) -> tuple[pa.Table, str]:
         raise FactsError(f"{path}: not a facts table (columns differ from FACT_SCHEMA: {difference}); re-{rebuild}")
     if missing := sorted(set(SPLITS) - set(facts.column("split").unique().to_pylist())):
         raise FactsError(f"{path}: no fact in split(s) {missing}; episodes need facts in every split")
-    if stored_pools(facts.schema.metadata) is None:
+    try:  # both now, not the Hub sources once every shard is built
+        pools, _ = stored_pools(facts.schema.metadata), hub_sources(facts.schema.metadata)
+    except (ValueError, TypeError) as err:  # no JSON, or JSON of another shape (ValidationError is a ValueError)
+        raise FactsError(
+            f"{path}: its metadata cannot be read ({' '.join(str(err).split())[:200]}); re-{rebuild}"
+        ) from None
+    if pools is None:
         raise FactsError(f"{path}: no name pools in its metadata (an older facts stage wrote it); re-{rebuild}")
     return facts, hashlib.sha256(data).hexdigest()
 

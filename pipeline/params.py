@@ -278,6 +278,8 @@ def read_params(path: Path = DEFAULT_PARAMS) -> dict:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = " ".join(str(getattr(err, "problem", None) or err).split())
         raise ParamsError(f"{path}: not valid YAML{where}: {problem}") from err
+    except RecursionError:  # PyYAML composes nested nodes recursively
+        raise ParamsError(f"{path}: nested deeper than a params file can be") from None
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: expected a mapping at the top level")
     if unknown := sorted(map(str, set(data) - set(SECTIONS))):

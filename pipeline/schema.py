@@ -5,14 +5,13 @@ Schema version 1 (README: The episode). `reward_api` and `train` import from her
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 SCHEMA_VERSION = 1
 # The reward formula's version (README: Reward v1). Lives here so the manifest can record it without the
@@ -116,11 +115,13 @@ FACT_SCHEMA = pa.schema(
 
 # facts.parquet metadata: where each Hub source was read, {source: {"path": repo id or folder, "commit": sha or null}}
 HUB_SOURCES_KEY = b"hub_sources"
+_HUB_SOURCES = TypeAdapter(dict[str, dict[str, str | None]])
 
 
 def hub_sources(metadata: Mapping[bytes, bytes] | None) -> dict[str, dict[str, str | None]]:
-    """Where a facts table's Hub sources were read (HUB_SOURCES_KEY); {} when it read none."""
-    return json.loads((metadata or {}).get(HUB_SOURCES_KEY, b"{}"))
+    """Where a facts table's Hub sources were read (HUB_SOURCES_KEY); {} when it read none. ValidationError when the
+    metadata holds something else."""
+    return _HUB_SOURCES.validate_json((metadata or {}).get(HUB_SOURCES_KEY, b"{}"))
 
 
 class _Frozen(BaseModel):

@@ -1,6 +1,7 @@
 import json
 import logging
 import re
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -12,8 +13,17 @@ import pytest
 from pipeline import corruption, episodes
 from pipeline.episodes import FactsError, build_episodes, generate_episodes, main, prepare, read_facts
 from pipeline.params import EpisodesParams
+from pipeline.pools import METADATA_KEY as POOLS_KEY
 from pipeline.pools import build_pools, stored_pools
-from pipeline.schema import CORRUPTION_LEVELS, EPISODE_SCHEMA, FICTIONAL_SOURCES, NUM_DOCS, SPLITS, TASKS
+from pipeline.schema import (
+    CORRUPTION_LEVELS,
+    EPISODE_SCHEMA,
+    FICTIONAL_SOURCES,
+    HUB_SOURCES_KEY,
+    NUM_DOCS,
+    SPLITS,
+    TASKS,
+)
 from reward_api.scoring import normalize
 from tests.conftest import write_params
 
@@ -176,6 +186,11 @@ def test_main_refuses_bad_params_before_any_work(facts_dir, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def _set_metadata(path: Path, key: bytes, value: bytes) -> None:
+    table = pq.read_table(path)
+    pq.write_table(table.replace_schema_metadata({**table.schema.metadata, key: value}), path)
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
@@ -192,8 +207,10 @@ def test_main_refuses_bad_params_before_any_work(facts_dir, tmp_path):
             lambda path: pq.write_table(pq.read_table(path).replace_schema_metadata(None), path),
             r"no name pools in its metadata",
         ),
+        (lambda path: _set_metadata(path, POOLS_KEY, b"{not json"), r"its metadata cannot be read \(Expecting"),
+        (lambda path: _set_metadata(path, HUB_SOURCES_KEY, b"[1]"), r"its metadata cannot be read \(1 validation"),
     ],
-    ids=["truncated", "other-columns", "split-missing", "pools-missing"],
+    ids=["truncated", "other-columns", "split-missing", "pools-missing", "pools-corrupt", "hub-sources-corrupt"],
 )
 def test_unreadable_facts_fail_in_the_parent_before_any_work(facts_dir, tmp_path, damage, message):
     facts = tmp_path / "facts" / "facts.parquet"

@@ -224,8 +224,9 @@ def test_the_old_tag_rules_still_hold():
         (None, "is a directory, not a params file"),
         (b"seed: 1\n\xff\xfe", "not UTF-8 text (byte 8 is 0xff)"),
         (b"seed: 1\n\x00\x01", "not valid YAML: unacceptable character #x0000: special characters are not allowed"),
+        (b"seed: " + b"[" * 10_000 + b"]" * 10_000, "nested deeper than a params file can be"),  # a RecursionError
     ],
-    ids=["directory", "not-utf8", "control-characters"],
+    ids=["directory", "not-utf8", "control-characters", "nested"],
 )
 def test_a_folder_or_binary_file_is_one_line_naming_the_file(tmp_path, content, problem):
     path = tmp_path / "params.yaml"
