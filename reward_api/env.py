@@ -46,7 +46,7 @@ def seeded_episode(store: EpisodeStore, seed: int, split: str, task: str | None)
     """The episode a seed picks in a split (and task): a hash of (dataset seed, seed), stable across replicas."""
     ids = store.ids_of(split, task)
     if len(ids) == 0:
-        raise EpisodeNotFound(f"split {split!r} has no episodes of task {task!r}")
+        raise EpisodeNotFound(f"split {split!r} has no episodes" + (f" of task {task!r}" if task else ""))
     index = int(integers(store.manifest.seed, np.array([seed]), RESET_SLOT, len(ids))[0])
     return int(ids[index])
 

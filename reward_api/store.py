@@ -201,7 +201,7 @@ class EpisodeStore:
 
     def _range_message(self, episode_id: int) -> str:
         ranges = ", ".join(
-            f"{name} {info.first_id}..{info.first_id + info.num_rows - 1}"
+            f"{name} {info.first_id}..{info.first_id + info.num_rows - 1}" if info.num_rows else f"{name} none"
             for name, info in self.manifest.splits.items()
         )
         return f"no episode {episode_id}; ids are {ranges}"

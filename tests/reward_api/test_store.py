@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.schema import HIDDEN_COLUMNS, TASKS, VISIBLE_COLUMNS
+from reward_api.env import seeded_episode
 from reward_api.source import dataset_folder
 from reward_api.store import EpisodeNotFound, EpisodeStore, StoreError
 from tests.hubstandin import hub_standin, publish
@@ -125,6 +126,22 @@ def test_a_retyped_column_stops_start_up_naming_it(served_dir, tmp_path):
     expected = "columns differ from the schema: max_budget: int16 not null (expected int8 not null)"
     with pytest.raises(StoreError, match=f"{shard['path']}: {re.escape(expected)}"):
         EpisodeStore(root)
+
+
+def test_a_split_without_episodes_is_named_so(served_dir, tmp_path):
+    """A manifest may list a split of no episodes: its range read "test 164..163", a seeded reset "task None"."""
+    root = _copy(served_dir, tmp_path)
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["shards"] = [s for s in manifest["shards"] if s["split"] != "test"]
+    manifest["splits"]["test"]["num_rows"] = 0
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    store = EpisodeStore(root, preload_keys=False)
+    with pytest.raises(EpisodeNotFound, match=r"; ids are test none, train 0\.\.\d+, validation \d+\.\.\d+$"):
+        store.view(10**9)
+    with pytest.raises(EpisodeNotFound, match=r"^split 'test' has no episodes$"):
+        seeded_episode(store, 1, "test", None)
+    with pytest.raises(EpisodeNotFound, match=r"^split 'test' has no episodes of task 'hard'$"):
+        seeded_episode(store, 1, "test", "hard")
 
 
 def test_manifest_that_disagrees_with_a_footer_is_refused(served_dir, tmp_path):
