@@ -373,8 +373,8 @@ def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray
     distribution as true answers: a value frequent among answers is frequent among wrong claims too, and
     no value is a tell-tale of corruption. Type pools (Faker) are uniform, like the facts drawn from them. A group is
     one source's: PopQA's lower-case occupations ("officer") are no substitutes for the synthetic ones. A fact whose
-    source offers wrong answers of its own (`distractors`: FaithEval's other options, its real-world answer among
-    them) is its own group: the conflict its benchmark was made for.
+    source offers MIN_OFFERED wrong answers of its own (`distractors`: FaithEval's other options, its real-world
+    answer among them) is its own group: the conflict its benchmark was made for.
     """
     relation_key = pl.concat_str(["source", "relation", "answer_type"], separator="|")
     keyed = facts.select(

@@ -367,7 +367,7 @@ def read_facts(facts_dir: Path) -> tuple[pa.Table, str]:
         raise FactsError(f"{path}: no fact in split(s) {missing}; episodes need facts in every split")
     try:  # both now, not the Hub sources once every shard is built
         pools, _ = stored_pools(facts.schema.metadata), hub_sources(facts.schema.metadata)
-    except (ValueError, TypeError) as err:  # no JSON, or JSON of another shape (ValidationError is a ValueError)
+    except ValueError as err:  # a ValidationError: no JSON, or JSON of another shape
         raise FactsError(
             f"{path}: its metadata cannot be read ({' '.join(str(err).split())[:200]}); re-{rebuild}"
         ) from None
@@ -535,7 +535,7 @@ def _own_answers(out_dir: Path, answers_dir: Path) -> None:
     deleted ground truth that only its build's key can make again."""
     try:
         listed = load_manifest(answers_dir / MANIFEST_NAME, AnswersManifest, "")
-    except ManifestError:  # no answers folder, or an empty one: nothing to keep
+    except ManifestError:  # none, or an empty folder: nothing to keep (staging_all refuses files without one)
         return
     try:
         bound = load_manifest(out_dir / MANIFEST_NAME, Manifest, "").answers_sha256
@@ -581,7 +581,8 @@ def main(
     """The stage: always writes the answers folder (default: `answers` beside out_dir), a DVC output even when
     nothing is hidden (then its manifest lists no shard). Bad params or a missing or corrupt facts table end it
     with a one-line message (exit status 1) before any work, as does a hidden build without its key
-    (`hiddenkey.KEY_ENV`); Ctrl-C ends it in one line too (exit status 130), its staging folders removed."""
+    (`hiddenkey.KEY_ENV`); so do a full disk and a worker killed mid-build, and Ctrl-C (exit status 130), its
+    staging folders removed."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.perf_counter()
     with interruptible("episodes", also=(engines.Cancelled,)):

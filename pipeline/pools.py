@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pydantic import TypeAdapter
+
 POOL_SIZE = 4096
 METADATA_KEY = b"contextcorruption.pools"  # facts table metadata: the pools as JSON, one list per field
 # Faker's job list holds fragments that name no occupation, or none clearly ("Publishing copy", "Press sub").
@@ -81,17 +83,19 @@ def build_pools(seed: int, size: int = POOL_SIZE) -> Pools:
     )
 
 
+_POOLS = TypeAdapter(Pools)
+
+
 def pools_metadata(pools: Pools) -> dict[bytes, bytes]:
     """The pools as a table metadata entry (`stored_pools` reads it back)."""
     return {METADATA_KEY: json.dumps(dataclasses.asdict(pools), ensure_ascii=False).encode()}
 
 
 def stored_pools(table_metadata: Mapping[bytes, bytes] | None) -> Pools | None:
-    """The pools a facts table's metadata holds; None when it holds none."""
+    """The pools a facts table's metadata holds; None when it holds none. ValidationError when it holds something
+    else than `pools_metadata` writes."""
     data = (table_metadata or {}).get(METADATA_KEY)
-    if data is None:
-        return None
-    return Pools(**{name: tuple(values) for name, values in json.loads(data).items()})
+    return None if data is None else _POOLS.validate_json(data)
 
 
 def as_written(name: str) -> str:

@@ -115,13 +115,24 @@ FACT_SCHEMA = pa.schema(
 
 # facts.parquet metadata: where each Hub source was read, {source: {"path": repo id or folder, "commit": sha or null}}
 HUB_SOURCES_KEY = b"hub_sources"
-_HUB_SOURCES = TypeAdapter(dict[str, dict[str, str | None]])
+
+
+class HubSource(BaseModel):
+    """Where one Hub source was read: a repo id or folder (`path`), and the commit (null for a local folder)."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str | None
+    commit: str | None
+
+
+_HUB_SOURCES = TypeAdapter(dict[str, HubSource])
 
 
 def hub_sources(metadata: Mapping[bytes, bytes] | None) -> dict[str, dict[str, str | None]]:
     """Where a facts table's Hub sources were read (HUB_SOURCES_KEY); {} when it read none. ValidationError when the
     metadata holds something else."""
-    return _HUB_SOURCES.validate_json((metadata or {}).get(HUB_SOURCES_KEY, b"{}"))
+    read = _HUB_SOURCES.validate_json((metadata or {}).get(HUB_SOURCES_KEY, b"{}"))
+    return {name: where.model_dump() for name, where in read.items()}
 
 
 class _Frozen(BaseModel):

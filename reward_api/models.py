@@ -123,10 +123,16 @@ class ContextCorruptionState(State):
 
 
 class StepBody(StepRequest):
-    """POST /step: OpenEnv's body, closed. OpenEnv hands a key it does not know to the environment's step as an
-    argument: one named as a parameter of its own helpers ("func", "self") broke the call, a 500."""
+    """POST /step: one action of the game, with the state_token of the last observation inside it over HTTP."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Closed: OpenEnv hands a key it does not know to the environment's step as an argument, and one named as a
+    # parameter of its own helpers ("func", "self") broke the call (a 500).
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"action": {"action_type": "read_doc", "doc_id": 0, "state_token": "<token>"}}]
+        },
+    )
 
 
 class ResetBody(Closed):

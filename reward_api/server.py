@@ -138,6 +138,7 @@ def _replace_step(app: FastAPI) -> None:
         step,
         methods=["POST"],
         response_model=route.response_model,
+        responses=route.responses,
         tags=route.tags,
         summary=route.summary,
         description=(

@@ -207,10 +207,20 @@ def _set_metadata(path: Path, key: bytes, value: bytes) -> None:
             lambda path: pq.write_table(pq.read_table(path).replace_schema_metadata(None), path),
             r"no name pools in its metadata",
         ),
-        (lambda path: _set_metadata(path, POOLS_KEY, b"{not json"), r"its metadata cannot be read \(Expecting"),
-        (lambda path: _set_metadata(path, HUB_SOURCES_KEY, b"[1]"), r"its metadata cannot be read \(1 validation"),
+        *(
+            (lambda path, key=key, value=value: _set_metadata(path, key, value), r"its metadata cannot be read \(")
+            for key, value in [
+                (POOLS_KEY, b"{not json"),
+                (POOLS_KEY, b"[1]"),
+                (POOLS_KEY, b'{"person": ["A"]}'),  # the other pools missing
+                (POOLS_KEY, b"[" * 5000 + b"]" * 5000),
+                (HUB_SOURCES_KEY, b"[1]"),
+                (HUB_SOURCES_KEY, b'{"nq_open": {"path": "x"}}'),  # no commit: the manifest needs one
+            ]
+        ),
     ],
-    ids=["truncated", "other-columns", "split-missing", "pools-missing", "pools-corrupt", "hub-sources-corrupt"],
+    ids=["truncated", "other-columns", "split-missing", "pools-missing"]
+    + ["pools-no-json", "pools-a-list", "pools-missing-fields", "pools-nested", "hub-a-list", "hub-no-commit"],
 )
 def test_unreadable_facts_fail_in_the_parent_before_any_work(facts_dir, tmp_path, damage, message):
     facts = tmp_path / "facts" / "facts.parquet"
