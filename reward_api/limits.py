@@ -15,6 +15,8 @@ import json
 from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
 from pydantic_core import from_json
 
+from reward_api.models import ResetBody
+
 MAX_BODY_BYTES = 1 << 20
 JSON_ROUTES = frozenset({"/reset", "/step", "/score", "/score/batch"})
 
@@ -130,17 +132,19 @@ def _not_utf8(head: bytes) -> str | None:
     return None
 
 
-def _ws_error(message: str) -> str:
-    return WSErrorResponse(data={"message": message, "code": WSErrorCode.INVALID_JSON}).model_dump_json()
+def _ws_error(message: str, code: WSErrorCode = WSErrorCode.INVALID_JSON) -> str:
+    return WSErrorResponse(data={"message": message, "code": code}).model_dump_json()
 
 
 NOT_AN_OBJECT = 'Invalid message: a JSON object with a "type" is expected'
+RESET_KEYS = frozenset(ResetBody.model_fields)
 
 
 class WebSocketObjects:
-    """Pure ASGI middleware: a frame the session cannot take is answered with an INVALID_JSON error and never
-    reaches it; the session goes on. A binary frame holding UTF-8 JSON is passed on as text (OpenEnv's handler reads
-    text frames only and ended the session on a binary one).
+    """Pure ASGI middleware: a frame the session cannot take is answered with an INVALID_JSON error (a
+    VALIDATION_ERROR for a reset's unknown key, `_refusal`) and never reaches it; the session goes on. A binary
+    frame holding UTF-8 JSON is passed on as text (OpenEnv's handler reads text frames only and ended the session on
+    a binary one).
 
     OpenEnv's handler ends the session (its game lost) on a frame that is JSON but no object (`"hi"`, `5`, `[]`),
     and on one its json.loads cannot parse without an interpreter error: nesting past the recursion limit, an
@@ -165,10 +169,10 @@ class WebSocketObjects:
                 if message["type"] != "websocket.receive":
                     return message
                 text, problem = _frame_text(message)
-                problem = problem or _refusal(text)
-                if problem is None:  # a binary frame goes on as the text it holds: the session reads text only
+                refusal = _ws_error(problem) if problem else _refusal(text)
+                if refusal is None:  # a binary frame goes on as the text it holds: the session reads text only
                     return {"type": "websocket.receive", "text": text}
-                await send({"type": "websocket.send", "text": _ws_error(problem)})
+                await send({"type": "websocket.send", "text": refusal})
 
         await self.app(scope, objects_only, send)
 
@@ -184,9 +188,18 @@ def _frame_text(message: dict) -> tuple[str, str | None]:
 
 
 def _refusal(text: str) -> str | None:
-    """Why the session cannot take a text frame, or None."""
+    """The error frame answering a text frame the session cannot take, or None.
+
+    A reset's keys are checked here: OpenEnv passes each to the environment's reset as an argument beside its own
+    helpers' ("session_id", "func"), and those named alike broke the call with an error naming its internals."""
     try:
         value = from_json(text)
     except ValueError as exc:
-        return f"Invalid JSON: {exc}"
-    return None if isinstance(value, dict) else NOT_AN_OBJECT
+        return _ws_error(f"Invalid JSON: {exc}")
+    if not isinstance(value, dict):
+        return _ws_error(NOT_AN_OBJECT)
+    data = value.get("data")
+    if value.get("type") == "reset" and isinstance(data, dict) and (unknown := sorted(set(data) - RESET_KEYS)):
+        message = f"reset takes {sorted(RESET_KEYS)}; unknown key(s) {unknown}"
+        return _ws_error(message, WSErrorCode.VALIDATION_ERROR)
+    return None

@@ -215,6 +215,21 @@ def test_a_websocket_frame_json_loads_would_fail_on_is_refused_and_the_session_g
         assert state["episode_id"] == "3" and state["flagged_ids"] == [1] and state["done"] is False
 
 
+def test_a_websocket_reset_with_a_key_it_does_not_take_is_refused_naming_it(base_url):
+    """OpenEnv passed every key of a reset's data on as an argument: "session_id" or "func" broke its own call, and the
+    error named its internals ("_run_in_session_executor() got multiple values for argument 'session_id'")."""
+    with connect(base_url.replace("http://", "ws://") + "/ws") as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"episode_id": 3}}))
+        assert json.loads(ws.recv())["type"] == "observation"
+        for key in ("session_id", "func", "self", "episode"):
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1, key: "x"}}))
+            reply = json.loads(ws.recv())["data"]
+            assert reply["code"] == "VALIDATION_ERROR", reply
+            assert reply["message"] == f"reset takes ['episode_id', 'seed', 'split', 'task']; unknown key(s) ['{key}']"
+        ws.send(json.dumps({"type": "state"}))
+        assert json.loads(ws.recv())["data"]["episode_id"] == "3"
+
+
 def test_a_binary_websocket_frame_is_read_as_its_utf8_text_and_the_session_goes_on(base_url):
     """OpenEnv's handler reads text frames only: a binary one ended the session (SESSION_ERROR), its game lost."""
     with connect(base_url.replace("http://", "ws://") + "/ws") as ws:
