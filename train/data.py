@@ -30,12 +30,19 @@ def stream_episodes(data: str, split: str, *, revision: str | None = None) -> It
     revision = None if Path(data).is_dir() else revision
     if hidden_config(split) in get_dataset_config_names(data, revision=revision):
         published = load_dataset(data, hidden_config(split), split=split, streaming=True, revision=revision).features
-        missing = [name for name in EPISODE_SCHEMA.names if name not in published]
         raise ValueError(
-            f"split {split!r} of {data} is hidden: its files lack the columns {missing} that training and evaluation "
-            "need (its ground truth is kept by the reward server, which scores it through POST /score)"
+            f"split {split!r} of {data} is hidden: its files lack the columns {_missing(published)} that training and "
+            "evaluation need (its ground truth is kept by the reward server, which scores it through POST /score)"
         )
-    return load_dataset(data, split=split, streaming=True, revision=revision)
+    stream = load_dataset(data, split=split, streaming=True, revision=revision)
+    if missing := _missing(stream.features):  # a hidden split's files copied out without their card, say
+        raise ValueError(f"split {split!r} of {data}: its files lack the columns {missing} that training needs")
+    return stream
+
+
+def _missing(features: Any) -> list[str]:
+    """The episode columns the features lack; none when the features are unknown (the stream says at its first row)."""
+    return [] if features is None else [name for name in EPISODE_SCHEMA.names if name not in features]
 
 
 def add_prompt(row: dict[str, Any], mode: str) -> dict[str, Any]:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
 from datasets import IterableDataset
-from transformers.trainer_utils import get_last_checkpoint
+from transformers.trainer import TRAINER_STATE_NAME
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer
 from trl.chat_template_utils import qwen2_5_chat_template, supports_tool_calling
 
@@ -23,6 +25,7 @@ from train.rewards import environment_reward, episode_reward, format_reward
 from train.tools import ContextCorruptionEnv
 
 logger = logging.getLogger(__name__)
+_CHECKPOINT = re.compile(rf"{PREFIX_CHECKPOINT_DIR}-(\d+)")  # as transformers names them
 
 _GRPO_KEYS = (
     "learning_rate",
@@ -82,16 +85,18 @@ def checkpoint_to_resume(params: TrainParams) -> str | None:
     A fresh run over an output_dir that holds checkpoints is refused: it would restart at step 1 and overwrite them.
     """
     out, resume = params.output_dir, params.resume_from_checkpoint
-    if Path(out).exists() and not Path(out).is_dir():
-        raise ParamsError(f"train.output_dir {out} is a file: it must be a folder (new or holding this run's outputs)")
+    above = next(path for path in (Path(out), *Path(out).parents) if path.exists())  # "." or "/" at the latest
+    if not above.is_dir():
+        where = "is a file" if above == Path(out) else f"lies under {above}, a file"
+        raise ParamsError(f"train.output_dir {out} {where}: it must be a folder (new or holding this run's outputs)")
     latest = get_last_checkpoint(out) if Path(out).is_dir() else None
     if resume is True:
         if not latest:
             raise ParamsError(f"train.resume_from_checkpoint: true, but train.output_dir {out} holds no checkpoint-*")
-        return latest
+        return _last_complete(Path(out), latest)
     if resume:
-        if not (Path(resume) / "trainer_state.json").is_file():
-            raise ParamsError(f"train.resume_from_checkpoint: {resume} is not a checkpoint (no trainer_state.json)")
+        if not (Path(resume) / TRAINER_STATE_NAME).is_file():
+            raise ParamsError(f"train.resume_from_checkpoint: {resume} is not a checkpoint (no {TRAINER_STATE_NAME})")
         return resume
     if latest:
         raise ParamsError(
@@ -99,6 +104,25 @@ def checkpoint_to_resume(params: TrainParams) -> str | None:
             "true to continue that run, or choose another train.output_dir"
         )
     return None
+
+
+def _last_complete(out: Path, latest: str) -> str:
+    """The highest-numbered checkpoint holding trainer_state.json, which transformers writes after the weights and
+    optimizer: a run killed while saving leaves a later one without it, from which no run can resume."""
+    complete = [
+        (int(match[1]), path)
+        for path in out.iterdir()
+        if (match := _CHECKPOINT.fullmatch(path.name)) and (path / TRAINER_STATE_NAME).is_file()
+    ]
+    if not complete:
+        raise ParamsError(
+            f"train.resume_from_checkpoint: true, but no checkpoint in {out} is complete (none holds "
+            f"{TRAINER_STATE_NAME})"
+        )
+    chosen = str(max(complete)[1])
+    if chosen != latest:
+        logger.warning("resuming from %s: %s was left incomplete (no %s)", chosen, latest, TRAINER_STATE_NAME)
+    return chosen
 
 
 def train(params: TrainParams, policy: Policy, stream: IterableDataset, resume: str | None = None) -> list[dict]:

@@ -13,6 +13,7 @@ import pytest
 from accelerate.data_loader import prepare_data_loader
 from torch.utils.data import DataLoader
 
+from pipeline.schema import VISIBLE_COLUMNS
 from tests.hubstandin import hub_standin, publish
 from train.data import grpo_rows, head, stream_episodes
 from train.evaluate import take_rows
@@ -38,6 +39,16 @@ def test_oneshot_rows_carry_the_prompt_and_the_ground_truth(episodes_dir, episod
 def test_tool_rows_leave_the_observation_to_the_environment(episodes_dir):
     (row,) = head(grpo_rows(stream_episodes(str(episodes_dir), "test"), "tools"), 1)
     assert row["prompt"] == [{"role": "system", "content": TOOLS_SYSTEM_PROMPT}, {"role": "user", "content": ""}]
+
+
+def test_files_without_the_hidden_columns_are_refused_naming_them(episodes_dir, tmp_path):
+    """A hidden split's published files copied out without their card: evaluation ended in KeyError 'answer'."""
+    shard = next((episodes_dir / "data").glob("validation-*.parquet"))
+    (tmp_path / "data").mkdir()
+    visible = pq.read_table(shard, columns=list(VISIBLE_COLUMNS))
+    pq.write_table(visible, tmp_path / "data" / shard.name)
+    with pytest.raises(ValueError, match=r"its files lack the columns \['fact_id', 'source', 'answer_type', 'answer'"):
+        stream_episodes(str(tmp_path), "validation")
 
 
 def test_trainer_ranks_read_disjoint_shard_files_covering_the_split(episodes_dir):

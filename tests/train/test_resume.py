@@ -41,6 +41,9 @@ def test_a_resumed_run_continues_at_the_next_step(tmp_path, write_params, episod
     checkpoint_2 = (out / "checkpoint-2" / "trainer_state.json").read_bytes()
     first = list(scored_episodes)
     scored_episodes.clear()
+    # A run killed while saving leaves a later checkpoint without its trainer_state.json: not one to resume from.
+    (out / "checkpoint-3").mkdir()
+    (out / "checkpoint-3" / "model.safetensors").write_bytes(b"half")
 
     resumed = {**section, "max_steps": 4, "resume_from_checkpoint": True}
     assert main(["--params", str(write_params(resumed))]) == 0
@@ -113,11 +116,24 @@ def test_resuming_without_a_checkpoint_is_refused(tmp_path, write_params, capsys
     assert _refusal(write_params, capsys, section) == message.format(out=out)
 
 
-def test_an_output_dir_that_is_a_file_is_refused_in_one_line(tmp_path, write_params, capsys):
+@pytest.mark.parametrize("below", ["", "run"])
+def test_an_output_dir_that_is_a_file_is_refused_in_one_line(tmp_path, write_params, capsys, below):
     """Before the data is opened or a model loaded: the trainer would fail on it only after loading."""
-    out = tmp_path / "afile"
-    out.write_text("not a folder")
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    out = afile / below if below else afile
     section = {"output_dir": str(out), "data": str(tmp_path / "no-data"), "model": str(tmp_path / "no-model")}
+    where = f"lies under {afile}, a file" if below else "is a file"
     assert _refusal(write_params, capsys, section) == (
-        f"error: train.output_dir {out} is a file: it must be a folder (new or holding this run's outputs)\n"
+        f"error: train.output_dir {out} {where}: it must be a folder (new or holding this run's outputs)\n"
+    )
+
+
+def test_resuming_where_no_checkpoint_is_complete_is_refused(tmp_path, write_params, capsys):
+    out = tmp_path / "run"
+    (out / "checkpoint-5").mkdir(parents=True)  # killed while saving: no trainer_state.json
+    section = {"output_dir": str(out), "resume_from_checkpoint": True, "data": str(tmp_path / "no-data")}
+    assert _refusal(write_params, capsys, section) == (
+        f"error: train.resume_from_checkpoint: true, but no checkpoint in {out} is complete (none holds "
+        "trainer_state.json)\n"
     )
