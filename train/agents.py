@@ -97,7 +97,8 @@ def greedy(model: Any, tokenizer: Any, contexts: Sequence[list[int]], max_new_to
     for start in range(0, len(contexts), batch_size):
         batch = [list(c) for c in contexts[start : start + batch_size]]
         width = max(map(len, batch))
-        pad = tokenizer.pad_token_id
+        # A base model may ship without a pad token (Llama 3, Mistral): padding is masked, so EOS serves, as in TRL.
+        pad = tokenizer.eos_token_id if tokenizer.pad_token_id is None else tokenizer.pad_token_id
         ids = torch.tensor([[pad] * (width - len(c)) + c for c in batch], device=model.device)
         mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in batch], device=model.device)
         with torch.inference_mode():

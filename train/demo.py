@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from train.agents import model_agent, oracle
 from train.data import head, stream_episodes
@@ -160,16 +160,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-data", action="store_true", help="build a small dataset in <out>/dataset and use it")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a shared machine)")
     args = vars(parser.parse_args(argv))
-    out = args.pop("out")
+    out, threads, build_data = args.pop("out"), args.pop("threads"), args.pop("build_data")
+    try:  # before any work: --build-data takes minutes
+        params = DemoParams(**args)
+    except ValidationError as err:
+        problems = (f"--{e['loc'][0].replace('_', '-')}: {e['msg']} (got {e['input']!r})" for e in err.errors())
+        parser.error("; ".join(problems))
     import torch
 
-    torch.set_num_threads(args.pop("threads"))
+    torch.set_num_threads(threads)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    if args.pop("build_data"):
+    if build_data:
         from train.demo_data import build_demo_dataset
 
-        args["data"] = str(build_demo_dataset(out / "dataset"))
-    report = run(DemoParams(**args), out)
+        params = params.model_copy(update={"data": str(build_demo_dataset(out / "dataset"))})
+    report = run(params, out)
     before, after = (report["validation"][k]["reward"]["mean"] for k in ("after_sft", "after_grpo"))
     logger.info("validation reward %.4f -> %.4f in %.1f min; see %s", before, after, report["minutes"], out)
     return 0

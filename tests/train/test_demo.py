@@ -8,7 +8,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from pipeline.validate import validate, violation_message
+from train.demo import main
 from train.demo_data import DEMO_EPISODES, build_demo_dataset
 
 
@@ -42,3 +45,16 @@ def test_the_demo_trains_and_reports_before_and_after(tmp_path, episodes_dir):
     assert [h["step"] for h in history if "reward" in h] == [1]
     assert (out / "learning.png").read_bytes().startswith(b"\x89PNG")
     assert (out / "sft" / "config.json").is_file() and (out / "grpo" / "adapter_config.json").is_file()
+
+
+def test_a_bad_flag_is_refused_in_one_line_before_any_work(tmp_path, capsys):
+    """A pydantic traceback, and with --build-data only after the dataset was built."""
+    out = tmp_path / "demo"
+    with pytest.raises(SystemExit) as exit_:
+        main(["--grpo-steps", "0", "--num-generations", "1", "--build-data", "--out", str(out)])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "python -m train.demo: error: --grpo-steps: Input should be greater than 0 (got 0); "
+        "--num-generations: Input should be greater than or equal to 2 (got 1)"
+    )
+    assert not out.exists()

@@ -76,6 +76,21 @@ def test_command_writes_json_and_charts(tmp_path, episodes_dir, tiny_model):
     assert lines[2].startswith("| oracle | 1.0") and lines[4].startswith("| tiny | ")
 
 
+def test_a_model_without_a_pad_token_is_evaluated(tmp_path, episodes_dir, tiny_model):
+    """Base models such as Llama 3 ship without one: batched generation padded with None and failed."""
+    model = tmp_path / "nopad"
+    shutil.copytree(tiny_model, model)
+    for name in ("tokenizer_config.json", "config.json", "generation_config.json"):
+        config = json.loads((model / name).read_text())
+        config.pop("pad_token", None)
+        config.pop("pad_token_id", None)
+        (model / name).write_text(json.dumps(config))
+    out = tmp_path / "eval"
+    argv = ["--data", str(episodes_dir), "--split", "test", "--limit", "3", "--out", str(out), "--agents", "oracle"]
+    assert main([*argv, "--model", f"nopad={model}", "--max-new-tokens", "4"]) == 0  # 3 prompts: one padded batch
+    assert json.loads((out / "eval.json").read_text())["agents"]["nopad"]["episodes"] == 3
+
+
 @pytest.mark.parametrize("name", ["oracle", "majority", "follower"])
 def test_a_baseline_through_the_tools_scores_as_one_shot(tiny_model, episode_rows, name):
     """A submission is the trace "flag each id, then submit": played as tool calls it earns the same metrics."""
