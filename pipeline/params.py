@@ -107,7 +107,7 @@ class EpisodesParams(_Section):
     shard_multiple: int = Field(
         1,
         gt=0,
-        description="Each split's shard count is a multiple of this (the GPU count: ranks stream whole shards)",
+        description="Each split's shard count is a multiple of this (readers that split the files get whole ones)",
     )
     hidden_test: bool = Field(
         False,

@@ -100,15 +100,15 @@ class TrainParams(_Section):
 
     @model_validator(mode="after")
     def _groups_fit(self) -> TrainParams:
-        # Each process generates for the rows it streams (its own shard files), and TRL groups the gathered rewards
-        # by num_generations in process order: a process's generation batch must hold whole groups, or a group would
-        # span two processes and two episodes. With one process this is TRL's own rule.
+        # Each process generates for its slice of every generation batch (`train.data.grpo_rows`), and TRL groups the
+        # gathered rewards by num_generations in process order: a process's slice must hold whole groups, or a group
+        # would span two processes and two episodes. With one process this is TRL's own rule.
         batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
         if batch % self.num_generations:
             raise ValueError(
                 f"per_device_train_batch_size × gradient_accumulation_steps = {batch} must be a multiple of "
                 f"num_generations ({self.num_generations}): each process (WORLD_SIZE {world_size()}) generates "
-                "whole groups for the episodes it streams"
+                "whole groups for its slice of each generation batch"
             )
         if self.max_completion_length >= self.max_seq_length:
             raise ValueError(

@@ -1,8 +1,8 @@
 """`python -m train.grpo [--params FILE]`: GRPO training from the `train:` section of a params file.
 
-Multi-GPU: `accelerate launch -m train.grpo --params FILE`; the trainer gives each rank its own shard
-files. The params are validated (and `output_dir` checked for a run to resume or not to overwrite), and
-the data opened, before any model is loaded.
+Multi-GPU: `accelerate launch -m train.grpo --params FILE`; each rank takes its slice of every generation batch of
+the whole stream (`train.data.grpo_rows`). The params are validated (and `output_dir` checked for a run to resume or
+not to overwrite), and the data opened, before any model is loaded.
 """
 
 from __future__ import annotations

@@ -74,8 +74,8 @@ def test_bad_keys_fail_naming_the_key(write_params, section, named):
 
 @pytest.mark.parametrize("processes", ["1", "2"])
 def test_each_process_generation_batch_holds_whole_groups(write_params, monkeypatch, processes):
-    """2 processes × 2 × 1 = 4 passes TRL's own check (num_generations 4), but each process generates for the
-    episodes it streams, 2 completions a batch: a group of 4 would span two processes and two episodes."""
+    """2 processes × 2 × 1 = 4 passes TRL's own check (num_generations 4), but each process generates for its
+    slice of each generation batch, 2 completions: a group of 4 would span two processes and two episodes."""
     monkeypatch.setenv("WORLD_SIZE", processes)
     section = {"max_steps": 5, "num_generations": 4, "per_device_train_batch_size": 2}
     section["gradient_accumulation_steps"] = 1

@@ -6,12 +6,14 @@ import json
 import os
 import subprocess
 import sys
+from itertools import islice
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from accelerate.data_loader import prepare_data_loader
 from torch.utils.data import DataLoader
+from trl.trainer.utils import repeat_iterable_dataset
 
 from pipeline.schema import VISIBLE_COLUMNS
 from tests.hubstandin import hub_standin, publish
@@ -51,35 +53,28 @@ def test_files_without_the_hidden_columns_are_refused_naming_them(episodes_dir, 
         stream_episodes(str(tmp_path), "validation")
 
 
-def test_trainer_ranks_read_disjoint_shard_files_covering_the_split(episodes_dir):
-    """What GRPOTrainer's accelerate does with the stream on 2 processes: each rank its own shard files."""
-    ids = [_rank_ids(episodes_dir, 2, rank) for rank in range(2)]
-    assert ids[0] and ids[1] and not set(ids[0]) & set(ids[1])
-    manifest = json.loads((episodes_dir / "manifest.json").read_text())
-    train = manifest["splits"]["train"]
-    assert sorted(ids[0] + ids[1]) == list(range(train["first_id"], train["first_id"] + train["num_rows"]))
-
-
-def _rank_ids(episodes_dir: Path, processes: int, rank: int) -> list[int]:
-    loader = DataLoader(grpo_rows(stream_episodes(str(episodes_dir), "train"), "oneshot"), 16, collate_fn=list)
-    loader = prepare_data_loader(loader, num_processes=processes, process_index=rank, dispatch_batches=False)
-    return [row["episode_id"] for batch in loader for row in batch]
-
-
-def test_a_process_count_dividing_the_file_count_gets_even_files(episodes_dir):
-    """What the README promises: as many whole files per process, row-group counts within one per file."""
-    shards = [s for s in json.loads((episodes_dir / "manifest.json").read_text())["shards"] if s["split"] == "train"]
-    assert len(shards) == 3  # the suite's build: 1,200 rows of 512-row shards
-    for processes in (1, 3):
-        files = []
-        for rank in range(processes):
-            ids = set(_rank_ids(episodes_dir, processes, rank))
-            read = [s for s in shards if s["first_id"] in ids]
-            assert sum(s["num_rows"] for s in read) == len(ids)  # whole files only
-            files.append(read)
-        assert {len(read) for read in files} == {len(shards) // processes}
-        groups = [sum(s["num_row_groups"] for s in read) for read in files]
-        assert max(groups) - min(groups) <= len(shards) // processes
+@pytest.mark.parametrize("processes", [1, 2, 3])
+def test_each_generation_batch_gives_every_rank_its_own_episodes_in_stream_order(episodes_dir, processes):
+    """What GRPOTrainer does with the rows on several processes, with gradient accumulation: TRL repeats the stream in
+    blocks sized for all ranks' generation batch (`repeat_iterable_dataset`) and generates on the first of each
+    `steps_per_generation` batches; accelerate hands each rank its part. Split by file (the suite's build has 3
+    train files), a rank generated for its first episodes `processes` times and never for others."""
+    per_device, accumulation, generations = 4, 4, 2
+    unique = per_device * accumulation // generations  # episodes a rank generates for at once
+    stream = [row["episode_id"] for row in head(stream_episodes(str(episodes_dir), "train"), 4 * processes * unique)]
+    for rank in range(processes):
+        rows = repeat_iterable_dataset(
+            grpo_rows(stream_episodes(str(episodes_dir), "train"), "oneshot"),
+            mini_repeat_count=generations,
+            batch_size=processes * unique,
+            repeat_count=accumulation,
+        )
+        loader = DataLoader(rows, per_device * accumulation, collate_fn=list)
+        loader = prepare_data_loader(loader, num_processes=processes, process_index=rank, dispatch_batches=False)
+        generated = [batch for i, batch in enumerate(islice(loader, 4 * accumulation)) if i % accumulation == 0]
+        assert [[row["episode_id"] for row in batch[::generations]] for batch in generated] == [
+            stream[(step * processes + rank) * unique : (step * processes + rank + 1) * unique] for step in range(4)
+        ]
 
 
 def test_a_file_is_not_a_dataset(tmp_path):
