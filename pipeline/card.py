@@ -1,8 +1,7 @@
 """The dataset card (README.md) that makes the episodes folder a Hub dataset (the project README: Build the dataset).
 
-YAML front matter maps each split to its shards (`configs:`), so `load_dataset` reads a local folder exactly
-as it reads the Hub repo, and records each split's sizes (`dataset_info:`), by which `datasets` tells builds
-apart. The text is a pure function of the manifest and the shards: real examples are the first episode showing
+Its YAML front matter maps each split to its shards and records their sizes (pipeline.frontmatter). The text is a
+pure function of the manifest and the shards: real examples are the first episode showing
 each corruption kind, and nothing depends on the clock or the machine.
 """
 
@@ -20,6 +19,7 @@ import yaml
 
 from pipeline.atomic import write_text_atomic
 from pipeline.corruption import QUANTITY_SHIFT, YEAR_SHIFT
+from pipeline.frontmatter import configs, dataset_info, split_bytes
 from pipeline.schema import (
     CARD_NAME,
     CORRUPTION_LEVELS,
@@ -141,15 +141,6 @@ def _scan(root: Path, manifest: Manifest) -> tuple[Counter, Counter, dict[str, d
     return tasks, sources, examples
 
 
-def split_bytes(root: Path, manifest: Manifest) -> dict[str, int]:
-    """Each split's uncompressed bytes, from the shards' footers."""
-    sizes = dict.fromkeys(SPLITS, 0)
-    for shard in manifest.shards:
-        meta = pq.read_metadata(Path(root) / shard.path)
-        sizes[shard.split] += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    return sizes
-
-
 def front_matter(manifest: Manifest, licence: str, sizes: Mapping[str, int]) -> str:
     total = sum(info.num_rows for info in manifest.splits.values())
     meta = {
@@ -163,39 +154,6 @@ def front_matter(manifest: Manifest, licence: str, sizes: Mapping[str, int]) -> 
         "dataset_info": dataset_info(manifest, sizes),
     }
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
-
-
-def configs(hidden: list[str]) -> list[dict]:
-    """The `configs:` of the front matter: the public splits in `default`; each hidden split, whose files lack the
-    hidden columns, in a config of its own (one config's files must share their columns)."""
-    public = [{"split": split, "path": f"data/{split}-*.parquet"} for split in SPLITS if split not in hidden]
-    return [{"config_name": "default", "data_files": public}] + [
-        {"config_name": hidden_config(split), "data_files": [{"split": split, "path": f"data/{split}-*.parquet"}]}
-        for split in SPLITS
-        if split in hidden
-    ]
-
-
-def dataset_info(manifest: Manifest, sizes: Mapping[str, int]) -> list[dict]:
-    """The `dataset_info:` of the front matter, per config as `push_to_hub` writes it: each split's rows and
-    uncompressed bytes, and its files' bytes. `datasets` keys its cache of a local folder by these and the `configs:`
-    patterns, not by the files: without them a folder rebuilt with other params loaded as the build cached first.
-    It also checks the row counts."""
-    infos = []
-    for config in configs(manifest.hidden_splits):
-        names = [entry["split"] for entry in config["data_files"]]
-        splits = [{"name": n, "num_bytes": sizes[n], "num_examples": manifest.splits[n].num_rows} for n in names]
-        download = sum(shard.bytes for shard in manifest.shards if shard.split in names)
-        dataset = sum(split["num_bytes"] for split in splits)
-        infos.append(
-            {
-                "config_name": config["config_name"],
-                "splits": splits,
-                "download_size": download,
-                "dataset_size": dataset,
-            }
-        )
-    return infos
 
 
 def hidden_section(manifest: Manifest) -> str:

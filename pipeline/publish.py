@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
 from pipeline.filechecks import check_files, published_schemas
+from pipeline.frontmatter import card_problem
 from pipeline.interrupts import interruptible
 from pipeline.params import HubParams, ParamsError, check_pipeline, read_params, stage_parser
 from pipeline.schema import CARD_NAME, MANIFEST_NAME, ManifestError
@@ -95,6 +96,8 @@ def folder_files(folder: Path, metrics: Path) -> list[Path]:
             f"not {', '.join(others[:3])}{more}; remove what is not the build's, or rebuild it (dvc repro episodes)"
         )
     problems, _ = check_files(folder, manifest.shards, published_schemas(manifest))
+    if not problems and (card := card_problem(folder, manifest)):  # the shards are the build's: footers readable
+        problems = [card]
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise PublishError(

@@ -229,15 +229,28 @@ def _failed_validation(project: Path) -> None:
     (project / METRICS).write_text(json.dumps(metrics))
 
 
+def _another_builds_card(project: Path) -> None:
+    """Another build's row counts: `load_dataset` of the published tag failed (NonMatchingSplitsSizesError)."""
+    card = project / "data" / "episodes" / "README.md"
+    card.write_text(card.read_text().replace("num_examples: ", "num_examples: 1"))
+
+
+def _card_without_front_matter(project: Path) -> None:
+    card = project / "data" / "episodes" / "README.md"
+    card.write_text(card.read_text().split("---\n", 2)[2])
+
+
 @pytest.mark.parametrize(
     ("change", "refusal"),
     [
         (_unvalidated, f"{METRICS} holds no validation results; run `dvc repro validate`"),
         (_rebuilt_since_validated, f"{METRICS} is the validation of another build; run `dvc repro validate`"),
         (_failed_validation, f"it fails validation (answer_strict_plurality: see {METRICS}); rebuild it"),
+        (_another_builds_card, "README.md's dataset_info differ from what manifest.json gives (another build's"),
+        (_card_without_front_matter, "README.md has no readable YAML front matter; rebuild the dataset"),
     ],
 )
-def test_a_build_that_validate_did_not_pass_is_refused_and_nothing_is_pushed(project, hub, change, refusal):
+def test_a_build_not_validated_or_not_its_cards_is_refused_and_nothing_is_pushed(project, hub, change, refusal):
     change(project)
 
     result = run_publish(project, hub.endpoint)
