@@ -60,8 +60,8 @@ def card_problem(root: Path, manifest: Manifest) -> str | None:
     """What in the folder's card contradicts its manifest, or None: the front matter's `configs:` and
     `dataset_info:`, which `load_dataset` reads (another build's row counts fail its split check)."""
     try:
-        _, head, _ = (Path(root) / CARD_NAME).read_text(encoding="utf-8").split("---\n", 2)
-        meta = yaml.safe_load(head)
+        before, head, _ = (Path(root) / CARD_NAME).read_text(encoding="utf-8").split("---\n", 2)
+        meta = None if before else yaml.safe_load(head)
     except (ValueError, yaml.YAMLError):  # no front matter, not UTF-8 (UnicodeDecodeError), not YAML
         meta = None
     if not isinstance(meta, dict):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from train.agents import model_agent, oracle
 from train.data import head, stream_episodes
@@ -49,6 +49,40 @@ class DemoParams(BaseModel):
     )
     num_generations: int = Field(8, ge=2)
     max_completion_length: int = Field(64, gt=0)
+
+    @model_validator(mode="after")
+    def _runs(self) -> DemoParams:
+        """What the tiny model and the GRPO run accept, known before any work (`--build-data` takes minutes)."""
+        from train.config import TrainParams
+
+        for what, check in (("model", self.tiny), ("GRPO", lambda: TrainParams(**grpo_section(self, Path(), Path())))):
+            try:
+                check()
+            except ValidationError as err:
+                raise ValueError(f"the {what} it makes: {_said(err)}") from None
+        return self
+
+    def tiny(self) -> Any:
+        """The TinyConfig of the base model."""
+        from train.tiny import TinyConfig
+
+        return TinyConfig(
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            intermediate_size=2 * self.hidden_size,
+            num_hidden_layers=self.num_hidden_layers,
+        )
+
+
+def _said(err: ValidationError, flags: bool = False) -> str:
+    """A validation error in one line: each problem named by its field (a command-line flag with `flags`)."""
+    problems = []
+    for e in err.errors():
+        where = ".".join(map(str, e["loc"]))
+        where = f"--{where.replace('_', '-')}" if flags and where else where
+        got = f" (got {e['input']!r})" if flags and where else ""
+        problems.append(f"{where + ': ' if where else ''}{e['msg'].removeprefix('Value error, ')}{got}")
+    return "; ".join(problems)
 
 
 def sft(base: Path, rows: list[dict[str, Any]], params: DemoParams, out: Path) -> Path:
@@ -90,14 +124,9 @@ def sft(base: Path, rows: list[dict[str, Any]], params: DemoParams, out: Path) -
     return out / "sft"
 
 
-def grpo(model: Path, params: DemoParams, out: Path) -> Path:
-    """GRPO from the warm-started model, through the product's own entry point and params file. An earlier demo's
-    GRPO output is removed first: its checkpoints belong to another warm start, and train.grpo would refuse them."""
-    from train.grpo import main
-
-    shutil.rmtree(out / "grpo", ignore_errors=True)
-
-    section = {
+def grpo_section(params: DemoParams, model: Path, out: Path) -> dict[str, Any]:
+    """The `train:` section of the demo's GRPO run."""
+    return {
         "model": str(model),
         "data": params.data,
         "max_steps": params.grpo_steps,
@@ -112,6 +141,16 @@ def grpo(model: Path, params: DemoParams, out: Path) -> Path:
         "lora": {"r": 16, "lora_alpha": 32},
         "format_reward_weight": params.format_reward_weight,
     }
+
+
+def grpo(model: Path, params: DemoParams, out: Path) -> Path:
+    """GRPO from the warm-started model, through the product's own entry point and params file. An earlier demo's
+    GRPO output is removed first: its checkpoints belong to another warm start, and train.grpo would refuse them."""
+    from train.grpo import main
+
+    shutil.rmtree(out / "grpo", ignore_errors=True)
+
+    section = grpo_section(params, model, out)
     path = out / "grpo_params.yaml"
     path.write_text(yaml.safe_dump({"train": section}, sort_keys=False))
     if main(["--params", str(path)]) != 0:
@@ -121,18 +160,13 @@ def grpo(model: Path, params: DemoParams, out: Path) -> Path:
 
 def run(params: DemoParams, out: Path) -> dict[str, Any]:
     from train.plots import write_learning
-    from train.tiny import TinyConfig, build_tiny
+    from train.tiny import build_tiny
 
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     train_rows = head(stream_episodes(params.data, "train"), params.train_rows)
     eval_rows = head(stream_episodes(params.data, "validation"), params.eval_rows)
-    tiny = TinyConfig(
-        vocab_size=params.vocab_size,
-        hidden_size=params.hidden_size,
-        intermediate_size=2 * params.hidden_size,
-        num_hidden_layers=params.num_hidden_layers,
-    )
+    tiny = params.tiny()
     texts = [episode_text(r["question"], r["documents"]) for r in train_rows] + oracle(train_rows)
     base = build_tiny(out / "base", texts, tiny)
     warm = sft(base, train_rows, params, out)
@@ -164,8 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # before any work: --build-data takes minutes
         params = DemoParams(**args)
     except ValidationError as err:
-        problems = (f"--{e['loc'][0].replace('_', '-')}: {e['msg']} (got {e['input']!r})" for e in err.errors())
-        parser.error("; ".join(problems))
+        parser.error(_said(err, flags=True))
     import torch
 
     torch.set_num_threads(threads)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 from trl.chat_template_utils import qwen2_5_chat_template
@@ -35,6 +35,15 @@ class TinyConfig(BaseModel):
     num_key_value_heads: int = Field(2, gt=0)
     max_position_embeddings: int = Field(8192, gt=0)
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> TinyConfig:
+        if self.hidden_size % self.num_attention_heads or self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
+                f"({self.num_attention_heads}), and that of num_key_value_heads ({self.num_key_value_heads})"
+            )
+        return self
 
 
 def build_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenizerFast:

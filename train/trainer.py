@@ -117,10 +117,10 @@ def _last_complete(out: Path, latest: str) -> str:
     if not complete:
         raise ParamsError(
             f"train.resume_from_checkpoint: true, but no checkpoint in {out} is complete (none holds "
-            f"{TRAINER_STATE_NAME})"
+            f"{TRAINER_STATE_NAME}: a run killed while saving); remove them to start afresh"
         )
     chosen = str(max(complete)[1])
-    if chosen != latest:
+    if Path(chosen) != Path(latest):  # get_last_checkpoint keeps a leading "./"
         logger.warning("resuming from %s: %s was left incomplete (no %s)", chosen, latest, TRAINER_STATE_NAME)
     return chosen
 

@@ -47,14 +47,24 @@ def test_the_demo_trains_and_reports_before_and_after(tmp_path, episodes_dir):
     assert (out / "sft" / "config.json").is_file() and (out / "grpo" / "adapter_config.json").is_file()
 
 
-def test_a_bad_flag_is_refused_in_one_line_before_any_work(tmp_path, capsys):
-    """A pydantic traceback, and with --build-data only after the dataset was built."""
+@pytest.mark.parametrize(
+    ("flags", "refusal"),
+    [
+        (
+            ["--grpo-steps", "0", "--num-generations", "1"],
+            "--grpo-steps: Input should be greater than 0 (got 0); "
+            "--num-generations: Input should be greater than or equal to 2 (got 1)",
+        ),
+        (["--vocab-size", "100"], "the model it makes: vocab_size: Input should be greater than 259"),
+        (["--hidden-size", "6"], "the model it makes: hidden_size (6) must be a multiple of num_attention_heads (4)"),
+        (["--max-completion-length", "5000"], "the GRPO it makes: max_completion_length (5000) must be less than"),
+    ],
+)
+def test_a_bad_flag_is_refused_in_one_line_before_any_work(tmp_path, capsys, flags, refusal):
+    """A pydantic traceback, and with --build-data only after the dataset was built (or the warm start ran)."""
     out = tmp_path / "demo"
     with pytest.raises(SystemExit) as exit_:
-        main(["--grpo-steps", "0", "--num-generations", "1", "--build-data", "--out", str(out)])
+        main([*flags, "--build-data", "--out", str(out)])
     assert exit_.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        "python -m train.demo: error: --grpo-steps: Input should be greater than 0 (got 0); "
-        "--num-generations: Input should be greater than or equal to 2 (got 1)"
-    )
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"python -m train.demo: error: {refusal}")
     assert not out.exists()

@@ -135,5 +135,5 @@ def test_resuming_where_no_checkpoint_is_complete_is_refused(tmp_path, write_par
     section = {"output_dir": str(out), "resume_from_checkpoint": True, "data": str(tmp_path / "no-data")}
     assert _refusal(write_params, capsys, section) == (
         f"error: train.resume_from_checkpoint: true, but no checkpoint in {out} is complete (none holds "
-        "trainer_state.json)\n"
+        "trainer_state.json: a run killed while saving); remove them to start afresh\n"
     )
