@@ -17,8 +17,9 @@ Stdout carries exactly the lines OpenEnv evaluators read, one [START], a [STEP] 
 `score` is the episode's reward; `success` means it ended and reached the task's threshold from GET /tasks. A
 reply that is not a valid action, or an action the server refuses as invalid (422), is a [STEP] with its error and
 no budget spent; a model that has not submitted after the budget plus a few retries submits an empty answer, once.
-Any other refusal (403 when the server holds no answers for the split, 404, 409) is a [STEP] with its error followed
-by the episode's [END] with success=false.
+Any other refusal (403 when the server holds no answers for the split, 404, 409), and a model whose API fails after
+its client's retries (`action=none`, `error=model: ...`), is a [STEP] with its error followed by the episode's [END]
+with success=false; the run goes on with the next episode.
 """
 
 from __future__ import annotations
@@ -116,8 +117,14 @@ def heuristic_policy() -> Policy:
     return next_reply
 
 
+class ModelError(RuntimeError):
+    """The model gave no reply: its API failed (a timeout, a rate limit) or answered no choice."""
+
+
 def model_policy(client, model: str) -> Policy:
     """A chat with the model: the documents once, then what each action did, or why it was refused."""
+    from openai import OpenAIError
+
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
 
     def next_reply(observation: dict, refused: str | None) -> str:
@@ -125,8 +132,11 @@ def model_policy(client, model: str) -> Policy:
         what = f"Your last reply was refused: {refused}" if refused else observation["message"]
         status = f"{what}. Flagged: {observation['flagged_ids']}. Budget left: {observation['budget_remaining']}."
         messages.append({"role": "user", "content": describe(observation) if first else status})
-        response = client.chat.completions.create(model=model, messages=messages, temperature=0.0, max_tokens=200)
-        reply = response.choices[0].message.content or ""
+        try:
+            response = client.chat.completions.create(model=model, messages=messages, temperature=0.0, max_tokens=200)
+            reply = response.choices[0].message.content or ""
+        except (OpenAIError, IndexError) as exc:  # after the client's own retries; IndexError: no choices
+            raise ModelError(_one_line(f"{type(exc).__name__}: {exc}")) from None
         messages.append({"role": "assistant", "content": reply})
         return reply
 
@@ -164,7 +174,10 @@ def _step(env: httpx.Client, action: dict, token: str) -> tuple[dict | None, str
     except httpx.HTTPError as exc:  # the connection dropped, a timeout
         return None, _one_line(f"{type(exc).__name__}: {exc}"), True
     if response.status_code == 200:
-        return _observed(response.json()), None, False
+        try:
+            return _observed(response.json()), None, False
+        except (ValueError, KeyError, TypeError):  # a proxy's page, not OpenEnv's answer
+            return None, _one_line(f"the server's reply is no observation: {response.text}"), True
     return None, _refusal(response), response.status_code != 422
 
 
@@ -182,14 +195,15 @@ def play_episode(env: httpx.Client, policy: Policy, reset: dict, threshold: floa
 
     The policy gets at most the budget plus EXTRA_TURNS turns, then the empty answer is submitted, once, whatever
     the server says. A refused action (422) costs a turn and the policy is told why; any other refusal (403 for a
-    split the server cannot score, 404, 409, 401) or a lost connection ends the episode unsuccessfully at once:
-    asking again gets the same answer. A refused reset ends it with no step (the reason on stderr).
+    split the server cannot score, 404, 409, 401), a lost connection or a failed model ends the episode
+    unsuccessfully at once: asking again gets the same answer. A refused reset ends it with no step (the reason on
+    stderr).
     """
     print(f"[START] task={label['task']} env={label['env']} model={label['model']}", flush=True)
     try:
         response = env.post("/reset", json=reset)
         observation = _observed(response.raise_for_status().json())
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:  # ValueError...: a reply that is no observation
         reason = _refusal(exc.response) if isinstance(exc, httpx.HTTPStatusError) else _one_line(str(exc))
         print(f"POST /reset {json.dumps(reset)} failed: {reason}", file=sys.stderr, flush=True)
         return _end([], False, threshold)
@@ -199,6 +213,10 @@ def play_episode(env: httpx.Client, policy: Policy, reset: dict, threshold: floa
     while not (observation["done"] or fatal or len(rewards) > turns):
         try:
             action = parse_action(policy(observation, error)) if len(rewards) < turns else GIVE_UP
+        except ModelError as exc:  # asking again gets the client's retries again: the episode ends, the run goes on
+            rewards.append(0.0)
+            print(f"[STEP] step={len(rewards)} action=none reward=0.00 done=false error=model: {exc}", flush=True)
+            break
         except ValueError as exc:
             error = _one_line(str(exc))
             rewards.append(0.0)

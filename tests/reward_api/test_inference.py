@@ -42,13 +42,23 @@ class ChatStandIn:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 stand_in.requests.append((self.path, self.headers.get("authorization"), body))
                 content = stand_in.replies.pop(0)
+                if isinstance(content, int):  # the API refuses (400: not retried by the client)
+                    payload = json.dumps({"error": {"message": "overloaded", "type": "invalid_request"}}).encode()
+                    self.send_response(content)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 payload = json.dumps(
                     {
                         "id": f"chatcmpl-{len(stand_in.requests)}",
                         "object": "chat.completion",
                         "created": 0,
                         "model": body["model"],
-                        "choices": [
+                        "choices": []  # None: an answer with no choice
+                        if content is None
+                        else [
                             {
                                 "index": 0,
                                 "message": {"role": "assistant", "content": content},
@@ -162,6 +172,25 @@ def test_model_that_never_submits_is_closed_with_an_empty_answer(base_url, monke
     out = lines_of(capsys.readouterr().out)
     assert len(out) == 14 and STEP.match(out[-2]).group(4) == "true"  # the 12th read uses up the budget
     assert END.match(out[-1]).group(2) == "12"
+
+
+def test_a_failing_model_ends_its_episode_and_the_run_goes_on(base_url, monkeypatch, capsys):
+    """An API error (after the client's retries) or an answer with no choice ended the whole run in a traceback, a
+    [START] without its [END], every later episode skipped."""
+    flag = json.dumps({"action_type": "flag_suspicious", "doc_id": 0})
+    chat = ChatStandIn([flag, 400, flag, None])
+    monkeypatch.setenv("API_BASE_URL", chat.url)
+    monkeypatch.setenv("HF_TOKEN", "k")
+    try:
+        assert main(["--url", base_url, "--tasks", "easy", "--split", "validation", "--episodes", "2"]) == 0
+    finally:
+        chat.close()
+    out = lines_of(capsys.readouterr().out)
+    assert [line.split(" ", 1)[0] for line in out] == ["[START]", "[STEP]", "[STEP]", "[END]"] * 2
+    for failed, end in ((out[2], out[3]), (out[6], out[7])):
+        action, error = STEP.match(failed).group(2, 5)
+        assert action == "none" and error.startswith("model: ") and END.match(end).group(1) == "false"
+    assert "BadRequestError" in out[2] and "IndexError" in out[6]
 
 
 @pytest.mark.parametrize(
