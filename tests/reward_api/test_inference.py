@@ -116,6 +116,19 @@ def test_parse_action_explains_bad_replies():
             parse_action(reply)
 
 
+def played(monkeypatch, capsys, replies: list, argv: list[str]) -> tuple[list[str], ChatStandIn]:
+    """The output lines of `python -m reward_api.inference argv` whose model is a stand-in answering `replies`."""
+    chat = ChatStandIn(replies)
+    monkeypatch.setenv("API_BASE_URL", chat.url)
+    monkeypatch.setenv("MODEL_NAME", "test-model")
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    try:
+        assert main(argv) == 0
+    finally:
+        chat.close()
+    return lines_of(capsys.readouterr().out), chat
+
+
 def test_model_path_prints_the_evaluator_lines(base_url, backend, rows, monkeypatch, capsys):
     episode_id = seeded_episode(backend.store, 5, "test", "medium")
     row = rows[episode_id]
@@ -127,15 +140,9 @@ def test_model_path_prints_the_evaluator_lines(base_url, backend, rows, monkeypa
         "I am fairly sure. "
         + json.dumps({"action_type": "submit_answer", "answer": row["answer"], "confidence": 0.9}),
     ]
-    chat = ChatStandIn(replies)
-    monkeypatch.setenv("API_BASE_URL", chat.url)
-    monkeypatch.setenv("MODEL_NAME", "test-model")
-    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
-    try:
-        assert main(["--url", base_url, "--tasks", "medium", "--split", "test", "--seed", "5"]) == 0
-    finally:
-        chat.close()
-    out = lines_of(capsys.readouterr().out)
+    out, chat = played(
+        monkeypatch, capsys, replies, ["--url", base_url, "--tasks", "medium", "--split", "test", "--seed", "5"]
+    )
     assert START.match(out[0]).groups() == ("medium", ENV_NAME, "test-model")
     steps = [STEP.match(line).groups() for line in out[1:-1]]
     assert [s[0] for s in steps] == ["1", "2", "3", "4"]
@@ -162,14 +169,8 @@ def test_model_path_prints_the_evaluator_lines(base_url, backend, rows, monkeypa
 
 
 def test_model_that_never_submits_is_closed_with_an_empty_answer(base_url, monkeypatch, capsys):
-    chat = ChatStandIn([json.dumps({"action_type": "read_doc", "doc_id": 0})] * 12)
-    monkeypatch.setenv("API_BASE_URL", chat.url)
-    monkeypatch.setenv("HF_TOKEN", "k")
-    try:
-        main(["--url", base_url, "--tasks", "easy", "--split", "validation"])
-    finally:
-        chat.close()
-    out = lines_of(capsys.readouterr().out)
+    replies = [json.dumps({"action_type": "read_doc", "doc_id": 0})] * 12
+    out, _ = played(monkeypatch, capsys, replies, ["--url", base_url, "--tasks", "easy", "--split", "validation"])
     assert len(out) == 14 and STEP.match(out[-2]).group(4) == "true"  # the 12th read uses up the budget
     assert END.match(out[-1]).group(2) == "12"
 
@@ -178,14 +179,8 @@ def test_a_failing_model_ends_its_episode_and_the_run_goes_on(base_url, monkeypa
     """An API error (after the client's retries) or an answer with no choice ended the whole run in a traceback, a
     [START] without its [END], every later episode skipped."""
     flag = json.dumps({"action_type": "flag_suspicious", "doc_id": 0})
-    chat = ChatStandIn([flag, 400, flag, None])
-    monkeypatch.setenv("API_BASE_URL", chat.url)
-    monkeypatch.setenv("HF_TOKEN", "k")
-    try:
-        assert main(["--url", base_url, "--tasks", "easy", "--split", "validation", "--episodes", "2"]) == 0
-    finally:
-        chat.close()
-    out = lines_of(capsys.readouterr().out)
+    argv = ["--url", base_url, "--tasks", "easy", "--split", "validation", "--episodes", "2"]
+    out, _ = played(monkeypatch, capsys, [flag, 400, flag, None], argv)
     assert [line.split(" ", 1)[0] for line in out] == ["[START]", "[STEP]", "[STEP]", "[END]"] * 2
     for failed, end in ((out[2], out[3]), (out[6], out[7])):
         action, error = STEP.match(failed).group(2, 5)
