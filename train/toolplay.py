@@ -178,7 +178,8 @@ def play(
     active = episodes
     for turn in range(max_tool_calling_iterations + 1):
         room = max(max_completion_length - e.completion_len for e in active)
-        replies = agent([e.row for e in active], [e.ids for e in active], turn, room)
+        # A tool result may fill the budget exactly (TRL keeps it): the next reply is then empty, asked of no model.
+        replies = agent([e.row for e in active], [e.ids for e in active], turn, room) if room else [[]] * len(active)
         still = []
         for episode, reply in zip(active, replies, strict=True):
             reply = list(reply[: max_completion_length - episode.completion_len])

@@ -107,6 +107,20 @@ def test_the_completion_budget_cuts_replies_as_training_does(tokenizer, episode_
         assert rollout.breakdown == score_key("", set(), 0.0, 1, _key(row))
 
 
+def test_a_tool_result_filling_the_budget_asks_no_model_for_zero_tokens(tokenizer, episode_rows):
+    """A tool result that left exactly no room kept its episode going, and the model was asked for 0 new tokens
+    (transformers' generate raises on it): a tool-mode evaluation stopped."""
+    flagging = planned(tokenizer, lambda row, turn: [("flag_suspicious", {"doc_id": turn % 8})])
+
+    def agent(rows, contexts, turn, max_new_tokens):
+        assert max_new_tokens > 0, "asked for no tokens"
+        return flagging(rows, contexts, turn, max_new_tokens)
+
+    budgets = range(40, 400)
+    rollouts = [play(agent, tokenizer, episode_rows[:1], budget, 12)[0] for budget in budgets]
+    assert {len(r.moves) for r in rollouts} >= {1, 2}  # the budgets span the first tool result and the second
+
+
 def test_the_tiny_model_plays_and_is_scored_by_the_game(tiny_model, episode_rows):
     agent, tok = model_tool_agent(str(tiny_model))
     rows = episode_rows[:3]
