@@ -170,23 +170,21 @@ def answers_folder(settings: Settings) -> Path | None:
 
 
 def export(settings: Settings, answers: Path | None = None) -> None:
-    """Hand the settings to worker processes through the environment, with the dataset already downloaded.
+    """Hand the settings to worker processes through the environment, every one as validated here (a stale variable
+    that a flag overrode crashed each worker, restarted forever), with the dataset and answers already downloaded.
 
     Workers must sign state tokens with one key, or a token from one would be refused by the other.
     """
-    os.environ.update(
-        CONTEXTCORRUPTION_DATA=settings.data,
-        CONTEXTCORRUPTION_CACHE_MB=str(settings.cache_mb),
-        CONTEXTCORRUPTION_SESSION_TIMEOUT=str(settings.session_timeout),
-    )
-    os.environ.pop("CONTEXTCORRUPTION_REVISION", None)
-    if answers is not None:
-        os.environ["CONTEXTCORRUPTION_ANSWERS"] = str(answers)
+    downloaded = {"revision": None, "answers": None if answers is None else str(answers), "answers_revision": None}
+    for name, value in {**settings.model_dump(), **downloaded}.items():
+        variable = f"CONTEXTCORRUPTION_{name.upper()}"
+        if value is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
     if settings.workers > 1 and not os.environ.get(KEY_ENV):
         log.warning("%s is not set: the %d workers share a random key for this run only", KEY_ENV, settings.workers)
         os.environ[KEY_ENV] = secrets.token_hex(32)
-    if settings.api_token:
-        os.environ["CONTEXTCORRUPTION_API_TOKEN"] = settings.api_token.get_secret_value()
 
 
 def main(argv: list[str] | None = None) -> int:

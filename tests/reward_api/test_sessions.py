@@ -17,6 +17,7 @@ from websockets.sync.client import ClientConnection, connect
 from reward_api import server
 from reward_api.__main__ import Settings, export, parse_settings
 from reward_api.server import SESSION_TIMEOUT_S, build_app
+from reward_api.tokens import KEY_ENV
 from tests.reward_api.conftest import serve
 
 
@@ -116,6 +117,26 @@ def test_the_session_timeout_is_a_setting(monkeypatch):
         with pytest.raises(ValueError, match="session_timeout"):
             parse_settings(["--session-timeout", bad])
     for name, value in {"DATA": "elsewhere", "REVISION": "v0", "CACHE_MB": "64", "SESSION_TIMEOUT": "90"}.items():
-        monkeypatch.setenv(f"CONTEXTCORRUPTION_{name}", value)  # export() changes them: restored afterwards
+        monkeypatch.setenv(f"CONTEXTCORRUPTION_{name}", value)
+    every_setting_restored(monkeypatch)
     export(Settings(data="data/episodes", session_timeout=12.5))  # what worker processes read (--workers > 1)
     assert os.environ["CONTEXTCORRUPTION_SESSION_TIMEOUT"] == "12.5" and Settings().session_timeout == 12.5
+
+
+def every_setting_restored(monkeypatch) -> None:
+    """export() sets every setting's variable and the state key: each is put back as it was after the test."""
+    for variable in [f"CONTEXTCORRUPTION_{name.upper()}" for name in Settings.model_fields] + [KEY_ENV]:
+        monkeypatch.setenv(variable, os.environ.get(variable, ""))
+        if not os.environ[variable]:
+            monkeypatch.delenv(variable)
+
+
+def test_workers_read_every_setting_as_the_parent_validated_it(monkeypatch):
+    """A stale variable that a flag overrode (CONTEXTCORRUPTION_PORT=abc beside --port) was valid in the parent, but
+    each worker read the environment alone, crashed, and was restarted forever: the server never answered."""
+    every_setting_restored(monkeypatch)
+    for name in ("PORT", "WORKERS", "ACCESS_LOG"):
+        monkeypatch.setenv(f"CONTEXTCORRUPTION_{name}", "abc")
+    settings = parse_settings(["--data", "data/episodes", "--port", "7001", "--workers", "2", "--access-log"])
+    export(settings)
+    assert Settings() == settings
