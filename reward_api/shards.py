@@ -58,7 +58,11 @@ def read_manifest(root: Path) -> Manifest:
 def open_shard(root: Path, info: ShardInfo, row_group_rows: int, schema: pa.Schema) -> pq.ParquetFile:
     """Open one shard and check its footer against the manifest and `schema`; StoreError names the file."""
     path = root / info.path
-    if not path.is_file():
+    try:
+        present = path.is_file()
+    except OSError as err:  # a folder on the way that may not be searched (Python 3.11 raises here)
+        raise StoreError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if not present:
         raise StoreError(f"{path}: shard listed in the manifest is missing")
     if path.stat().st_size != info.bytes:
         raise StoreError(

@@ -19,7 +19,11 @@ def dataset_folder(
     """A local folder as is (`revision` ignored, as training does); otherwise `source` is a Hub repo id fetched with
     snapshot_download at `revision`."""
     local = Path(source)
-    if local.is_dir():
+    try:
+        is_folder = local.is_dir()
+    except OSError as err:  # a folder on the way that may not be searched (Python 3.11 raises here)
+        raise StoreError(f"{source}: cannot be read ({err.strerror or err})") from None
+    if is_folder:
         if revision is not None:
             log.warning("--revision %s ignored: %s is a local folder", revision, source)
         return local

@@ -8,6 +8,7 @@ import random
 import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -107,6 +108,26 @@ def test_broken_shard_of_the_right_size_stops_start_up(served_dir, tmp_path):
     victim.write_bytes(data[:-8] + b"\0" * 8)
     with pytest.raises(StoreError, match=f"{victim.name}: not a readable Parquet file"):
         EpisodeStore(root)
+
+
+def test_a_folder_it_may_not_search_stops_start_up_in_one_line(served_dir, tmp_path, monkeypatch):
+    """Python 3.11's is_dir and is_file raise for a folder on the path that may not be searched: a traceback. The
+    tests run as root, so the refusal is simulated."""
+    root = _copy(served_dir, tmp_path)
+    shard = root / json.loads((root / "manifest.json").read_text())["shards"][0]["path"]
+    checked = Path.is_file
+
+    def refuse(self):
+        if self == shard or self.name == "episodes":
+            raise PermissionError(13, "Permission denied")
+        return checked(self)
+
+    monkeypatch.setattr(Path, "is_file", refuse)
+    with pytest.raises(StoreError, match=f"^{re.escape(str(shard))}: cannot be read \\(Permission denied\\)$"):
+        EpisodeStore(root)
+    monkeypatch.setattr(Path, "is_dir", refuse)
+    with pytest.raises(StoreError, match=r"^elsewhere/episodes: cannot be read \(Permission denied\)$"):
+        dataset_folder("elsewhere/episodes")
 
 
 def test_a_retyped_column_stops_start_up_naming_it(served_dir, tmp_path):
