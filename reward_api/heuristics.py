@@ -107,4 +107,4 @@ def read(question: str, contents: Sequence[str]) -> Reading:
     longer = [k for k in surface if k.startswith(f"{key} ") and 2 * votes[k] >= count]
     key = max(longer, key=lambda k: (votes[k], len(k)), default=key)
     dissenting = tuple(i for i, text in enumerate(texts) if f" {key} " not in text)
-    return Reading(surface[key], count, dissenting)
+    return Reading(surface[key], len(texts) - len(dissenting), dissenting)  # those stating it, not its first word

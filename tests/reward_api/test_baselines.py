@@ -54,6 +54,15 @@ def test_reader_takes_sentence_case_answers_whole():
     assert (reading.answer, reading.votes, reading.dissenting) == ("Holiday representative", 3, (3,))
 
 
+def test_a_sentence_case_answer_counts_its_own_votes():
+    """Its first word alone ("Tour", in "Tour operator" too) once lent it every vote of the word: the majority agent
+    then submitted 5/8 as its confidence where 3 documents state the answer."""
+    docs = ["She works as Tour guide.", "She works as Tour guide.", "She works as Tour operator."]
+    docs += ["She works as Tour operator.", "The recorded trade is Tour guide, says X.", "x", "x", "x"]
+    reading = read("What job does Ann Lee hold?", docs)
+    assert (reading.answer, reading.votes, reading.dissenting) == ("Tour guide", 3, (2, 3, 5, 6, 7))
+
+
 def test_reader_does_not_run_a_name_into_a_phrase_about_it():
     """ "repeat Stockholm without revision": the answer is Stockholm, even where most documents say so; a
     sentence-case answer whose tail opens with another word ("English as a second language teacher") stays whole."""
