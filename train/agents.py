@@ -90,9 +90,13 @@ def load_model(path: str, base: str | None = None) -> tuple[Any, Any]:
 
 
 def greedy(model: Any, tokenizer: Any, contexts: Sequence[list[int]], max_new_tokens: int, batch_size: int = 8):
-    """Greedy continuations of token-id contexts, each cut after its first end-of-turn token (kept, as TRL does)."""
+    """Greedy continuations of token-id contexts, each cut after its first end token (kept, as TRL does): the
+    tokenizer's EOS or any the generation config lists (Qwen2.5-Instruct's `<|endoftext|>` beside `<|im_end|>`; a
+    row ended on one was padded on to the batch's longest)."""
     import torch
 
+    listed = getattr(model.generation_config, "eos_token_id", None)
+    ends = {tokenizer.eos_token_id, *(listed if isinstance(listed, list) else [listed])} - {None}
     out: list[list[int]] = []
     for start in range(0, len(contexts), batch_size):
         batch = [list(c) for c in contexts[start : start + batch_size]]
@@ -106,8 +110,7 @@ def greedy(model: Any, tokenizer: Any, contexts: Sequence[list[int]], max_new_to
                 input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad
             )
         for row in generated[:, width:].tolist():
-            end = row.index(tokenizer.eos_token_id) + 1 if tokenizer.eos_token_id in row else len(row)
-            out.append(row[:end])
+            out.append(row[: next((i + 1 for i, token in enumerate(row) if token in ends), len(row))])
     return out
 
 

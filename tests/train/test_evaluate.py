@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.hiddenbuild import build_hidden
-from train.agents import BASELINES, scripted_tool_agent, tool_tokenizer
+from train.agents import BASELINES, greedy, load_model, scripted_tool_agent, tool_tokenizer
 from train.evaluate import evaluate, evaluate_tools, main, score_rows
 from train.metrics import calibration, flag_metrics, mean_ci
+from train.prompts import episode_text
 
 
 def test_oracle_is_perfect(episode_rows):
@@ -222,3 +223,18 @@ def test_a_data_error_over_several_lines_is_reported_in_one(tmp_path, episodes_d
         main(["--data", str(episodes_dir), "--agents", "oracle", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1 and err.endswith(": line one line two\n"), err
+
+
+def test_greedy_cuts_a_reply_at_every_end_token_the_generation_config_lists(tiny_model, episode_rows):
+    """Qwen2.5-Instruct ends a turn on `<|im_end|>` or `<|endoftext|>`: a row of a batch ended on the second kept the
+    pads generated after it, which went on into a tool-mode context."""
+    model, tokenizer = load_model(str(tiny_model))
+    texts = [tokenizer(episode_text(r["question"], r["documents"]))["input_ids"] for r in episode_rows[:4]]
+    contexts = [text[:n] for text in texts for n in (8, 48)]
+    # Two contexts whose greedy rows end apart: the first row's first token appears nowhere in the second's.
+    pairs = ([a, b] for a in contexts for b in contexts if a != b)
+    pair, free = next((p, f) for p in pairs if (f := greedy(model, tokenizer, p, 6))[0][0] not in f[1])
+    ender = free[0][0]
+    assert ender != tokenizer.eos_token_id
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, ender]
+    assert greedy(model, tokenizer, pair, 6) == [[ender], free[1]]
