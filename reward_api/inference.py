@@ -143,9 +143,14 @@ def model_policy(client, model: str) -> Policy:
     return next_reply
 
 
-def _observed(result: dict) -> dict:
-    """OpenEnv's reset/step answer as one observation: its fields, plus the episode's reward and done."""
-    return {**result["observation"], "reward": result["reward"], "done": result["done"]}
+def _observed(response: httpx.Response) -> dict:
+    """OpenEnv's reset/step answer as one observation: its fields, plus the episode's reward and done; ValueError
+    when the body is none (a proxy's page)."""
+    try:
+        result = response.json()
+        return {**result["observation"], "reward": result["reward"], "done": result["done"]}
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(_one_line(f"the server's reply is no observation: {response.text}")) from None
 
 
 def _flag(value: bool) -> str:
@@ -175,9 +180,9 @@ def _step(env: httpx.Client, action: dict, token: str) -> tuple[dict | None, str
         return None, _one_line(f"{type(exc).__name__}: {exc}"), True
     if response.status_code == 200:
         try:
-            return _observed(response.json()), None, False
-        except (ValueError, KeyError, TypeError):  # a proxy's page, not OpenEnv's answer
-            return None, _one_line(f"the server's reply is no observation: {response.text}"), True
+            return _observed(response), None, False
+        except ValueError as exc:
+            return None, str(exc), True
     return None, _refusal(response), response.status_code != 422
 
 
@@ -202,8 +207,8 @@ def play_episode(env: httpx.Client, policy: Policy, reset: dict, threshold: floa
     print(f"[START] task={label['task']} env={label['env']} model={label['model']}", flush=True)
     try:
         response = env.post("/reset", json=reset)
-        observation = _observed(response.raise_for_status().json())
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:  # ValueError...: a reply that is no observation
+        observation = _observed(response.raise_for_status())
+    except (httpx.HTTPError, ValueError) as exc:
         reason = _refusal(exc.response) if isinstance(exc, httpx.HTTPStatusError) else _one_line(str(exc))
         print(f"POST /reset {json.dumps(reset)} failed: {reason}", file=sys.stderr, flush=True)
         return _end([], False, threshold)
