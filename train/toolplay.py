@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from reward_api.game import ACTION_TYPES, DOC_ACTIONS, Move
@@ -93,15 +94,31 @@ def env_tools(env: ContextCorruptionEnv) -> list[Callable[..., str]]:
     ]
 
 
-def tool_suffix_ids(tokenizer: Any, tool_messages: list[dict[str, str]]) -> list[int]:
+def with_response_parser(tokenizer: Any) -> Any:
+    """As TRL's trainer: the tokenizer's own response template or schema, else TRL's for its known chat template."""
+    from trl.chat_template_utils import add_response_schema
+
+    if getattr(tokenizer, "response_template", None) is None and getattr(tokenizer, "response_schema", None) is None:
+        add_response_schema(tokenizer)
+    return tokenizer
+
+
+def training_template(tokenizer: Any) -> str | None:
+    """The template TRL renders tool-mode rollouts with: the tokenizer's own (None) where appending a tool result
+    extends its tokens, else TRL's training version of it (Qwen3's drops earlier turns' reasoning)."""
+    from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
+
+    return None if is_chat_template_prefix_preserving(tokenizer) else get_training_chat_template(tokenizer)
+
+
+def tool_suffix_ids(tokenizer: Any, tool_messages: list[dict[str, str]], template: str | None) -> list[int]:
     """The tokens the chat template puts after an assistant turn for these tool results, up to the next reply
     (TRL's `_get_tool_suffix_ids`: the difference between a dummy conversation with and without them)."""
     call = {"type": "function", "function": {"name": tool_messages[0]["name"], "arguments": {}}}
     dummy = [{"role": "user", "content": "dummy"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
-    prefix = tokenizer.apply_chat_template(dummy, add_generation_prompt=False, tokenize=True, return_dict=False)
-    full = tokenizer.apply_chat_template(
-        dummy + tool_messages, add_generation_prompt=True, tokenize=True, return_dict=False
-    )
+    render = partial(tokenizer.apply_chat_template, chat_template=template, tokenize=True, return_dict=False)
+    prefix = render(dummy, add_generation_prompt=False)
+    full = render(dummy + tool_messages, add_generation_prompt=True)
     ends = [i for i, token in enumerate(prefix) if token == tokenizer.eos_token_id]
     prefix = prefix[: ends[-1] + 1] if ends else prefix
     if full[: len(prefix)] != prefix:
@@ -151,13 +168,15 @@ def _move(name: str, arguments: dict[str, Any]) -> Move:
     return Move(name, None, arguments["answer"], float(arguments["confidence"]))
 
 
-def _start(row: dict[str, Any], tokenizer: Any) -> _Episode:
+def _start(row: dict[str, Any], tokenizer: Any, template: str | None) -> _Episode:
     env = ContextCorruptionEnv()
     observation = env.reset(**row)
     prompt = tools_prompt()
     prompt[-1] = {**prompt[-1], "content": prompt[-1]["content"] + observation}
     tools = env_tools(env)
-    ids = tokenizer.apply_chat_template(prompt, tools=tools, add_generation_prompt=True, tokenize=True)["input_ids"]
+    ids = tokenizer.apply_chat_template(
+        prompt, tools=tools, chat_template=template, add_generation_prompt=True, tokenize=True
+    )["input_ids"]
     return _Episode(row, env, tools, list(ids), len(ids))
 
 
@@ -169,12 +188,13 @@ def play(
     max_tool_calling_iterations: int,
 ) -> list[Rollout]:
     """Play every row to its end, all episodes advancing one turn at a time (a batch per turn)."""
-    from trl.chat_template_utils import add_response_schema, parse_response
+    from trl.chat_template_utils import parse_response
 
     # Tool-call arguments typed by the tools' schemas where TRL can (1.16); Unsloth's pin, TRL 1.15, cannot.
     typed = "tools" in inspect.signature(parse_response).parameters
-    tokenizer = add_response_schema(tokenizer)
-    episodes = [_start(row, tokenizer) for row in rows]
+    tokenizer = with_response_parser(tokenizer)
+    template = training_template(tokenizer)
+    episodes = [_start(row, tokenizer, template) for row in rows]
     active = episodes
     for turn in range(max_tool_calling_iterations + 1):
         room = max(max_completion_length - e.completion_len for e in active)
@@ -190,7 +210,7 @@ def play(
             calls = parsed.get("tool_calls")
             if not calls or turn == max_tool_calling_iterations:
                 continue
-            suffix = tool_suffix_ids(tokenizer, [episode.call(c) for c in calls])
+            suffix = tool_suffix_ids(tokenizer, [episode.call(c) for c in calls], template)
             if episode.completion_len + len(suffix) <= max_completion_length:
                 episode.ids += suffix
                 still.append(episode)

@@ -22,6 +22,7 @@ from train.config import ParamsError, TrainParams
 from train.data import grpo_rows
 from train.plots import write_curves
 from train.rewards import environment_reward, episode_reward, format_reward
+from train.toolplay import training_template, with_response_parser
 from train.tools import ContextCorruptionEnv
 
 logger = logging.getLogger(__name__)
@@ -53,19 +54,23 @@ def grpo_config(params: TrainParams, overrides: dict[str, Any]) -> GRPOConfig:
 
 
 def ensure_tool_template(tokenizer: Any) -> None:
-    """Tool mode needs a template that renders tool calls: ChatML models without one get TRL's Qwen2.5 template."""
-    if supports_tool_calling(tokenizer):
-        return
-    if "<|im_start|>" not in (tokenizer.chat_template or ""):
-        raise ValueError("mode tools: the model's chat template cannot render tool calls and is not ChatML")
-    logger.warning("chat template cannot render tool calls: using TRL's Qwen2.5 (ChatML) tool template")
-    tokenizer.chat_template = qwen2_5_chat_template
+    """Tool mode needs a template that renders tool calls (ChatML models without one get TRL's Qwen2.5 template),
+    whose replies TRL can parse, and that it can train multi-turn: prefix-preserving, or with a training version."""
+    if not supports_tool_calling(tokenizer):
+        if "<|im_start|>" not in (tokenizer.chat_template or ""):
+            raise ValueError("mode tools: the model's chat template cannot render tool calls and is not ChatML")
+        logger.warning("chat template cannot render tool calls: using TRL's Qwen2.5 (ChatML) tool template")
+        tokenizer.chat_template = qwen2_5_chat_template
+    try:  # the checks GRPOTrainer makes of a tool-mode template, before training (else a traceback after loading)
+        training_template(with_response_parser(tokenizer))
+    except ValueError as err:
+        raise ValueError(f"mode tools: {err}") from err
 
 
 def build_trainer(params: TrainParams, policy: Policy, stream: IterableDataset) -> GRPOTrainer:
-    """`stream`: the raw episodes (`train.data.stream_episodes`), opened before the model is loaded."""
+    """`stream`: the raw episodes (`train.data.stream_episodes`), opened before the model is loaded; in tool mode
+    the policy's tokenizer has passed `ensure_tool_template`."""
     if params.mode == "tools":
-        ensure_tool_template(policy.tokenizer)
         kwargs: dict[str, Any] = {"environment_factory": ContextCorruptionEnv, "reward_funcs": [environment_reward]}
     else:
         kwargs = {"reward_funcs": [episode_reward, format_reward]}

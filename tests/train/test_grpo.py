@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from trl.chat_template_utils import qwen3_chat_template
 
 from train.grpo import main
 
@@ -132,19 +133,44 @@ def test_a_folder_without_a_model_is_one_line_naming_train_model(tmp_path, write
     assert err.startswith(f"error: train.model '{tmp_path / 'empty-model'}': "), err
 
 
-def test_tool_mode_with_a_template_that_cannot_call_tools_is_one_line(
-    tmp_path, write_params, episodes_dir, tiny_model, capsys
+_PLAIN = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+
+
+@pytest.mark.parametrize(
+    ("template", "says"),
+    [
+        (lambda: _PLAIN, "not ChatML"),
+        (lambda: qwen3_chat_template + "{#- edited #}", "failed to add response schema"),
+    ],
+    ids=["no-tool-calls", "unparsed"],
+)
+def test_tool_mode_with_a_template_it_cannot_train_is_one_line(
+    tmp_path, write_params, episodes_dir, tiny_model, capsys, template, says
 ):
-    """A chat template that is not ChatML cannot be given TRL's tool template: refused after loading, not by the
-    trainer with a traceback."""
+    """A chat template that is not ChatML cannot be given TRL's tool template, and TRL cannot parse the tool calls
+    of one it does not know (Qwen3's, edited): refused after loading, not by the trainer with a traceback."""
     import shutil
 
-    model = tmp_path / "plain-template"
+    model = tmp_path / "template"
     shutil.copytree(tiny_model, model)
     config = json.loads((model / "tokenizer_config.json").read_text())
-    config["chat_template"] = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    config["chat_template"] = template()
     (model / "tokenizer_config.json").write_text(json.dumps(config))
     (model / "chat_template.jinja").unlink(missing_ok=True)
     section = {"model": str(model), "data": str(episodes_dir), "output_dir": str(tmp_path / "run"), "mode": "tools"}
     err = _one_line_refusal(write_params, capsys, section)
-    assert err.startswith(f"error: train.model '{model}': mode tools: ") and "not ChatML" in err, err
+    assert err.startswith(f"error: train.model '{model}': mode tools: ") and says in err, err
+
+
+def test_tool_mode_refuses_a_template_trl_cannot_train_multi_turn(tiny_model):
+    """A tokenizer that parses its own replies, but whose template re-renders earlier turns (Qwen3's, edited, so
+    TRL has no training version of it): the tool results would not extend the rollout's tokens."""
+    from trl.chat_template_utils import qwen3_template
+
+    from train.agents import tool_tokenizer
+    from train.trainer import ensure_tool_template
+
+    tokenizer = tool_tokenizer(str(tiny_model))
+    tokenizer.chat_template, tokenizer.response_template = qwen3_chat_template + "{#- edited #}", qwen3_template
+    with pytest.raises(ValueError, match="^mode tools: The chat template is not training-compatible"):
+        ensure_tool_template(tokenizer)

@@ -161,3 +161,32 @@ def test_play_runs_with_the_parse_response_of_unsloths_trl_pin(tokenizer, episod
     monkeypatch.setattr(templates, "parse_response", parse_response)
     rollouts = play(scripted_tool_agent(BASELINES["oracle"], tokenizer), tokenizer, rows, 4096, 12)
     assert [r.moves for r in rollouts] == [r.moves for r in expected] and all(r.failed_calls == 0 for r in rollouts)
+
+
+def test_a_qwen3_template_is_played_with_the_template_training_renders(tiny_model, episode_rows):
+    """Qwen3's template drops earlier turns' reasoning, so it is not prefix-preserving and TRL trains with its
+    training template instead; evaluation renders the prompt and the tool results with that same template."""
+    from trl.chat_template_utils import (
+        get_training_chat_template,
+        is_chat_template_prefix_preserving,
+        qwen3_chat_template,
+    )
+
+    tok = tool_tokenizer(str(tiny_model))
+    tok.chat_template = qwen3_chat_template
+    assert not is_chat_template_prefix_preserving(tok)
+    contexts = []
+
+    def agent(rows, ctx, turn, max_new_tokens):
+        contexts.extend(ctx)
+        return oracle(rows, ctx, turn, max_new_tokens)
+
+    oracle = scripted_tool_agent(BASELINES["oracle"], tok)
+    rows = episode_rows[:4]
+    rollouts = play(agent, tok, rows, 4096, 12)
+    for rollout, row in zip(rollouts, rows, strict=True):
+        assert rollout.moves[-1] == Move("submit_answer", None, row["answer"], 1.0) and rollout.failed_calls == 0
+        assert rollout.breakdown == replay(row, rollout.moves)
+    later = contexts[len(rows) :]  # the second turn's: prompt, the oracle's calls, then their results
+    assert len(later) == len(rows) and all("submitted; reward" in tok.decode(ids) for ids in later)
+    assert get_training_chat_template(tok) != qwen3_chat_template
