@@ -19,6 +19,7 @@ import os
 import secrets
 import socket
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,8 +34,11 @@ from reward_api.tokens import KEY_ENV, TokenSigner, server_secret
 log = logging.getLogger("reward_api")
 
 
+ENV_PREFIX = "CONTEXTCORRUPTION_"
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CONTEXTCORRUPTION_")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX)
 
     data: str = "data/episodes"
     revision: str | None = None
@@ -74,25 +78,39 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
         help="seconds a silent /ws session holds one of the 256 session slots (default 300)",
     )
     given = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
-    return Settings(**given)
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        raise SettingError(setting_errors(exc, given)) from None
 
 
-def setting_errors(exc: ValidationError) -> str:
-    """One line naming each bad setting, what is wrong with it and the value given."""
+class SettingError(ValueError):
+    """Bad settings, in one line."""
+
+
+def setting_errors(exc: ValidationError, flags: Collection[str]) -> str:
+    """One line naming each bad setting as it was given (its flag, else its environment variable), what is wrong
+    with it and the value given."""
+
+    def named(field: str) -> str:
+        return f"--{field.replace('_', '-')}" if field in flags else f"{ENV_PREFIX}{field.upper()}"
+
     return "; ".join(
-        f"{'.'.join(map(str, error['loc'])) or 'settings'}: {error['msg']} (got {error['input']!r})"
+        f"{named(str(error['loc'][0])) if error['loc'] else 'settings'}: {error['msg']} (got {error['input']!r})"
         for error in exc.errors()
     )
 
 
-def check_address(host: str, port: int) -> None:
+def check_address(host: str, port: int) -> int:
     """Bind host:port the way uvicorn will and let it go: OSError (a port in use, an unknown host) before any work.
+    The port bound: port 0 takes a free one, which the server then serves on (and its "Try it" lines name).
 
     uvicorn binds only after the app's start-up; what fails then is reported by uvicorn and exits 3.
     """
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        return sock.getsockname()[1]
 
 
 def try_it(host: str, port: int, first_id: int) -> str:
@@ -177,7 +195,7 @@ def export(settings: Settings, answers: Path | None = None) -> None:
     """
     downloaded = {"revision": None, "answers": None if answers is None else str(answers), "answers_revision": None}
     for name, value in {**settings.model_dump(), **downloaded}.items():
-        variable = f"CONTEXTCORRUPTION_{name.upper()}"
+        variable = f"{ENV_PREFIX}{name.upper()}"
         if value is None:
             os.environ.pop(variable, None)
         else:
@@ -191,11 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = parse_settings(argv)
-    except ValidationError as exc:
-        log.error("bad setting: %s", setting_errors(exc))
+    except SettingError as exc:
+        log.error("bad setting: %s", exc)
         return 2
     try:
-        check_address(settings.host, settings.port)
+        settings = settings.model_copy(update={"port": check_address(settings.host, settings.port)})
     except OSError as exc:
         log.error("cannot serve: %s:%d: %s", settings.host, settings.port, exc.strerror or exc)
         return 2

@@ -47,6 +47,21 @@ def test_serves_the_folder_and_prints_curl_lines(served_dir):
     assert "POST http://127.0.0.1:" in output and "/score" in output
 
 
+def test_port_0_serves_on_a_free_port_and_names_it(served_dir):
+    proc = _run("--data", str(served_dir), "--port", "0")
+    lines = []
+    try:
+        while "/episodes/0" not in (line := proc.stdout.readline()):
+            assert line, "".join(lines)
+            lines.append(line)
+        port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+        assert port > 0
+        _wait_healthy(proc, port)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
 def test_a_broken_folder_exits_2_naming_the_file(served_dir, tmp_path):
     root = tmp_path / "broken"
     shutil.copytree(served_dir, root)
@@ -87,15 +102,28 @@ def test_a_port_in_use_exits_2_before_any_work(served_dir):
 @pytest.mark.parametrize(
     ("args", "error"),
     [
-        (("--port", "99999"), "bad setting: port: Input should be less than or equal to 65535 (got 99999)"),
-        (("--port", "-1"), "bad setting: port: Input should be greater than or equal to 0 (got -1)"),
-        (("--cache-mb", "nan"), "bad setting: cache_mb: Input should be a finite number (got nan)"),
-        (("--cache-mb", "inf"), "bad setting: cache_mb: Input should be a finite number (got inf)"),
-        (("--cache-mb", "-1"), "bad setting: cache_mb: Input should be greater than or equal to 0 (got -1.0)"),
+        (("--port", "99999"), "bad setting: --port: Input should be less than or equal to 65535 (got 99999)"),
+        (("--port", "-1"), "bad setting: --port: Input should be greater than or equal to 0 (got -1)"),
+        (("--cache-mb", "nan"), "bad setting: --cache-mb: Input should be a finite number (got nan)"),
+        (("--cache-mb", "inf"), "bad setting: --cache-mb: Input should be a finite number (got inf)"),
+        (("--cache-mb", "-1"), "bad setting: --cache-mb: Input should be greater than or equal to 0 (got -1.0)"),
+        (
+            ("CONTEXTCORRUPTION_PORT=http",),
+            "bad setting: CONTEXTCORRUPTION_PORT: Input should be a valid integer, unable to parse string as an "
+            "integer (got 'http')",
+        ),
+        (
+            ("CONTEXTCORRUPTION_WORKERS=two", "--cache-mb", "-1"),
+            "bad setting: --cache-mb: Input should be greater than or equal to 0 (got -1.0); "
+            "CONTEXTCORRUPTION_WORKERS: Input should be a valid integer, unable to parse string as an integer "
+            "(got 'two')",
+        ),
     ],
 )
 def test_an_out_of_range_setting_exits_2_naming_it(served_dir, args, error):
-    proc = _run("--data", str(served_dir), *args)
+    """Named as it was given: by its flag, or by its environment variable."""
+    env = dict(a.split("=") for a in args if "=" in a)
+    proc = _run("--data", str(served_dir), *[a for a in args if "=" not in a], **env)
     output = _finish(proc)
     assert proc.returncode == 2, output
     _one_error(output, error)
@@ -128,12 +156,6 @@ def test_data_can_come_from_the_environment(tmp_path):
     proc = _run(CONTEXTCORRUPTION_DATA=str(tmp_path), CONTEXTCORRUPTION_PORT=str(free_port()))
     output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 2 and f"{tmp_path}/manifest.json: missing" in output
-
-
-def test_a_bad_setting_from_the_environment_exits_2_naming_it(served_dir):
-    proc = _run("--data", str(served_dir), CONTEXTCORRUPTION_PORT="http")
-    output = proc.communicate(timeout=60)[0]
-    assert proc.returncode == 2 and "port" in output and "http" in output
 
 
 def test_serves_a_hub_repo_at_a_revision(served_dir, tmp_path):
