@@ -5,6 +5,7 @@ Schema version 1 (README: The episode). `reward_api` and `train` import from her
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -179,11 +180,9 @@ class Manifest(_Frozen):
     )
 
     def foreign_versions(self) -> str | None:
-        """ "built for schema S / reward R" when the build's versions are not this code's (its invariants and reward
-        would not be the ones it was built for), else None."""
-        if (self.schema_version, self.reward_version) == (SCHEMA_VERSION, REWARD_VERSION):
-            return None
-        return f"built for schema {self.schema_version} / reward {self.reward_version}"
+        """ "built for schema S / reward R, this code is ..." when the build's versions are not this code's (its
+        invariants and reward would not be the ones it was built for), else None."""
+        return versions_problem(self.schema_version, self.reward_version)
 
     def range_problems(self) -> list[str]:
         """What is wrong with the id ranges, which readers turn into a file and row by arithmetic alone.
@@ -235,7 +234,8 @@ M = TypeVar("M", Manifest, AnswersManifest)
 def load_manifest(path: Path, model: type[M], hint: str) -> M:
     """`path` parsed as `model`; ManifestError says in one line why it cannot be, then `hint` (how to get one)."""
     try:
-        return model.model_validate_json(path.read_bytes())
+        raw = path.read_bytes()
+        return model.model_validate_json(raw)
     except FileNotFoundError:
         problem = "missing"
     except OSError as err:  # a folder, unreadable, ...
@@ -244,5 +244,24 @@ def load_manifest(path: Path, model: type[M], hint: str) -> M:
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         more = f" and {err.error_count() - 1} more" if err.error_count() > 1 else ""
-        problem = f"not a valid manifest ({f'{where}: ' if where else ''}{first['msg']}{more})"
+        problem = _other_versions(raw) or f"not a valid manifest ({f'{where}: ' if where else ''}{first['msg']}{more})"
     raise ManifestError(f"{path}: {problem}; {hint}")
+
+
+def _other_versions(raw: bytes) -> str | None:
+    """Why a manifest this code cannot parse was refused, when another schema or reward version wrote it (a newer
+    one may add fields): its versions, not the first field this code does not know."""
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    return versions_problem(found.get("schema_version", SCHEMA_VERSION), found.get("reward_version", REWARD_VERSION))
+
+
+def versions_problem(schema_version: object, reward_version: object) -> str | None:
+    if (schema_version, reward_version) == (SCHEMA_VERSION, REWARD_VERSION):
+        return None
+    ours = f"schema {SCHEMA_VERSION} / reward {REWARD_VERSION}"
+    return f"built for schema {schema_version} / reward {reward_version}, this code is {ours}"

@@ -30,8 +30,6 @@ from pipeline.schema import (
     ANSWERS_SCHEMA,
     EPISODE_SCHEMA,
     MANIFEST_NAME,
-    REWARD_VERSION,
-    SCHEMA_VERSION,
     SPLITS,
     VISIBLE_SCHEMA,
     AnswersManifest,
@@ -237,10 +235,7 @@ def read_manifest(root: Path) -> Manifest:
     path = Path(root) / MANIFEST_NAME
     manifest = load_manifest(path, Manifest, "build the dataset (dvc repro episodes)")
     if built := manifest.foreign_versions():
-        raise ManifestError(
-            f"{path}: {built}, this code is schema {SCHEMA_VERSION} / reward {REWARD_VERSION}; rebuild the dataset "
-            "(dvc repro episodes)"
-        )
+        raise ManifestError(f"{path}: {built}; rebuild the dataset (dvc repro episodes)")
     return manifest
 
 

@@ -21,7 +21,6 @@ from pipeline.checksums import file_sha256
 from pipeline.schema import (
     ANSWERS_SCHEMA,
     MANIFEST_NAME,
-    SCHEMA_VERSION,
     AnswersManifest,
     M,
     Manifest,
@@ -30,7 +29,6 @@ from pipeline.schema import (
     load_manifest,
     schema_difference,
 )
-from reward_api.scoring import REWARD_VERSION
 
 
 class StoreError(RuntimeError):
@@ -48,7 +46,7 @@ def read_manifest(root: Path) -> Manifest:
     path = root / MANIFEST_NAME
     manifest = _load(path, Manifest, f"is {root} a dataset folder built by `dvc repro`?")
     if built := manifest.foreign_versions():
-        raise StoreError(f"{path}: {built}, this server serves schema {SCHEMA_VERSION} / reward {REWARD_VERSION}")
+        raise StoreError(f"{path}: {built}")
     problems = ["lists no shards: nothing to serve"] if not manifest.shards else manifest.range_problems()
     if problems:
         raise StoreError(f"{path}: " + "; ".join(problems))

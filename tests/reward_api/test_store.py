@@ -230,12 +230,15 @@ def test_a_shard_whose_footer_holds_other_ids_than_the_manifest_says_is_refused(
         EpisodeStore(root, preload_keys=False)
 
 
-@pytest.mark.parametrize(("field", "other"), [("schema_version", 999), ("reward_version", "v999")])
-def test_a_build_for_another_schema_or_reward_is_refused(served_dir, tmp_path, field, other):
-    """Served as is, its columns or its scores would mean something else than this server says."""
-    root, manifest = _edit_manifest(served_dir, tmp_path, lambda m: m.update({field: other}))
+@pytest.mark.parametrize(
+    "other", [{"schema_version": 999}, {"reward_version": "v999"}, {"schema_version": 2, "added_by_schema_2": 1}]
+)
+def test_a_build_for_another_schema_or_reward_is_refused(served_dir, tmp_path, other):
+    """Served as is, its columns or its scores would mean something else than this server says; a newer schema's
+    manifest is refused by its versions, not by the first field this server does not know."""
+    root, manifest = _edit_manifest(served_dir, tmp_path, lambda m: m.update(other))
     versions = f"schema {manifest['schema_version']} / reward {manifest['reward_version']}"
-    with pytest.raises(StoreError, match=f"manifest.json: built for {versions}, this server serves"):
+    with pytest.raises(StoreError, match=f"manifest.json: built for {versions}, this code is schema 1 / reward v1"):
         EpisodeStore(root, preload_keys=False)
 
 
