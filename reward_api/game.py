@@ -131,6 +131,6 @@ def play(episode_id: int, moves: Iterable[Move], key: EpisodeKey) -> Outcome:
 
 
 def submission_moves(answer: str, flagged_ids: Iterable[int], confidence: float) -> list[Move]:
-    """The trace a one-shot submission stands for: flag each id, then submit."""
+    """The trace a one-shot submission stands for: flag each distinct id, then submit."""
     flags = [Move("flag_suspicious", doc_id) for doc_id in sorted(set(flagged_ids))]
     return [*flags, Move("submit_answer", None, answer, confidence)]

@@ -1,7 +1,7 @@
 """The reward, v1 (README: Reward v1): one pure function used by the server and by training.
 
 Deterministic, no model in the loop. A one-shot submission {answer, flagged_ids, confidence} is the
-action trace "flag each id, then submit", so it costs len(flagged_ids) + 1 budget.
+action trace "flag each distinct id, then submit", so it costs len(set(flagged_ids)) + 1 budget.
 
 Each term is written once below (`_detection`, `_false_positives`, `_efficiency`); the terms that take
 only a few integer inputs are tabulated from those functions at import, so a score rounds two floats

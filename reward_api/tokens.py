@@ -35,7 +35,12 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """The bytes of `text` written as `_b64` writes them, and only so: the lenient decoder drops characters outside
+    the alphabet and the last character's unused bits, so other spellings of a token would verify too."""
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64(data) != text:
+        raise ValueError("not canonical base64url")
+    return data
 
 
 def server_secret() -> bytes:

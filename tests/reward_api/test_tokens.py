@@ -58,6 +58,29 @@ def test_malformed_tokens_are_refused(token):
         SIGNER.verify(token)
 
 
+def _last_bit_flipped(text: str) -> str:
+    """The last character's unused low bit set: the same bytes to a lenient decoder."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    return text[:-1] + alphabet[alphabet.index(text[-1]) ^ 1]
+
+
+@pytest.mark.parametrize(
+    "respell",
+    [
+        lambda payload, mac: f"{payload}.!!{mac}",
+        lambda payload, mac: f"{payload}.{_last_bit_flipped(mac)}",
+        lambda payload, mac: f"{_last_bit_flipped(payload)}.{mac}",
+    ],
+    ids=["characters-outside-the-alphabet", "mac-unused-bits", "payload-unused-bits"],
+)
+def test_a_token_is_taken_only_as_it_was_issued(respell):
+    """An edited token whose bytes a lenient decoder reads the same is refused: a token has one spelling."""
+    payload, mac = SIGNER.sign(STATE).split(".")
+    assert len(mac) % 4 and len(payload) % 4, "the case needs unused bits in both parts"
+    with pytest.raises(TokenError, match="malformed"):
+        SIGNER.verify(respell(payload, mac))
+
+
 def test_secret_from_the_environment_or_a_random_one_with_a_warning(monkeypatch, caplog):
     monkeypatch.setenv(KEY_ENV, "shared")
     assert server_secret() == b"shared"
