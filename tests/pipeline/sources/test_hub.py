@@ -80,7 +80,7 @@ def write_popqa(root: Path) -> str:
         _popqa_row(900001, "France", "capital", "Paris", "What is the capital of France?", ["City of Light"]),
         _popqa_row(900002, "Mars Hill", "genre", long_genre, "What genre is Mars Hill?", []),
         _popqa_row(900003, "Tom Hanks", "country", "the United States", "What country is Tom Hanks from?", ["USA"]),
-        _popqa_row(900004, "Halo", "performer", "Beyoncé", "Who performed Halo?", []),
+        _popqa_row(900004, "Halo", "performer", "Beyoncé", "who performed Halo ", []),  # stored as "Who ...?"
         _popqa_row(900007, "Long Xuyen", "capital of", "An Giang", "What is Long Xuyen the capital of?", []),
         _popqa_row(900005, "N/A", "genre", "jazz", "What genre is N/A?", []),  # read as a missing value: dropped
         _popqa_row(900006, "Kind of Blue", "genre", "NaN", "What genre is Kind of Blue?", []),  # so is this
@@ -184,6 +184,7 @@ def test_popqa_decodes_json_aliases_and_names_relations(hub_paths, well_formed):
     # another spelling a reader takes for the same answer: without the article, without the accents
     assert facts["popqa:900003"]["answer_aliases"] == ["USA", "United States"]
     assert facts["popqa:900004"]["answer_aliases"] == ["Beyonce"]
+    assert facts["popqa:900004"]["question"] == "Who performed Halo?"  # as nq_open's and FaithEval's are written
     assert facts["popqa:900007"]["answer_aliases"] == []  # "An" opens the name: "Giang" is no answer
 
 
@@ -302,6 +303,14 @@ def _popqa_python_list(root: Path) -> str:
     return str(folder)
 
 
+def _popqa_reused_id(root: Path) -> str:
+    """Halo's row with France's id: two facts under one fact_id, merged for whoever groups by it."""
+    folder = Path(write_popqa(root))
+    tsv = folder / "test.tsv"
+    tsv.write_text(tsv.read_text().replace("\n900004\t", "\n900001\t"))
+    return str(folder)
+
+
 def _faitheval_null_choices(root: Path) -> str:
     folder = Path(write_faitheval(root))
     _set_cell(folder / "data" / "test-00000-of-00001.parquet", "choices", 2, None)
@@ -324,6 +333,7 @@ def _nq_open_null_answer(root: Path) -> str:
             10,
             "test row 1 (id 1581540): possible_answers is not a JSON list: \"['Auckland', 'Auckland NZ']\"",
         ),
+        ("popqa", _popqa_reused_id, "Who performed Halo?", 10, "test: popqa:900001 is the id of another question too"),
         (
             "faitheval",
             _faitheval_null_choices,
@@ -339,7 +349,7 @@ def _nq_open_null_answer(root: Path) -> str:
             "train row 0: answer is not a list of texts: None",
         ),
     ],
-    ids=["popqa-python-list", "faitheval-null-choices", "nq_open-null-answer"],
+    ids=["popqa-python-list", "popqa-reused-id", "faitheval-null-choices", "nq_open-null-answer"],
 )
 def test_a_malformed_row_is_left_out_and_counted(tmp_path, hub_paths, source, write, left_out, read, first):
     """A real dataset with a bad row or two stays usable: the row is left out, and counted with the first named."""

@@ -4,6 +4,7 @@ import pytest
 from pipeline.sources.common import (
     FactRows,
     ascii_fold,
+    asks_count,
     canonical_number,
     infer_answer_type,
     plain_number_aliases,
@@ -24,6 +25,10 @@ from reward_api.scoring import accepted_answers, normalize
         ("1,200", "quantity"),
         ("Homer", "text"),
         ("1918 film", "text"),
+        ("007", "text"),  # a code: "7" would score as its answer
+        ("02134", "text"),
+        ("0.5", "quantity"),
+        ("0", "quantity"),
     ],
 )
 def test_answer_type_inference(answer, expected):
@@ -38,11 +43,28 @@ def test_answer_type_inference(answer, expected):
         ("1918", "1918", []),
         ("7", "7", []),
         ("9" * 5000, "9" * 5000, []),  # more digits than int() reads: kept as written (it was a ValueError)
+        ("007", "007", []),  # it was 7, with no alias
+        ("02134", "02134", []),  # it was 2,134
     ],
 )
 def test_numbers_get_thousands_separators(answer, canonical, aliases):
     assert canonical_number(answer) == (canonical, aliases)
     assert quantity(67_750_000) == "67,750,000"
+
+
+@pytest.mark.parametrize(
+    ("question", "canonical", "kind"),
+    [
+        ("How many people attended game number 23?", "1,800", "quantity"),  # it was the year 1800
+        ("how much did the first edition sell?", "1,800", "quantity"),
+        ("When did the treaty come into force?", "1800", "year"),
+        ("What is the code of the region?", "1800", "year"),
+    ],
+)
+def test_a_count_that_reads_like_a_year_is_a_quantity(question, canonical, kind):
+    """A year's corruptions move it by 1-20 and skip the 5% gap counts keep: 1,810 attendees against 1,800."""
+    answer, _ = canonical_number("1800", asks_count(question))
+    assert (answer, infer_answer_type(answer)) == (canonical, kind)
 
 
 def test_plain_number_aliases_match_quantity_aliases():
