@@ -483,17 +483,20 @@ def claims(
     u: np.ndarray,
     round_: int,
     around: tuple[np.ndarray, np.ndarray],
+    scanned: np.ndarray | bool = False,
 ) -> tuple[pl.Series, np.ndarray, np.ndarray, np.ndarray]:
     """One wrong-value attempt per item: values, their keys (`key_expr`), the kinds applied, and the number a reader
     reads in each value (`read_numbers`; a near miss's own number).
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
-    neighbours are drawn again, then from ever wider neighbourhoods; substitutes move on to distinct values. Near
-    misses and neighbours stand against `around` (value, decimals per item, as `numbers` gives them).
+    neighbours are drawn again, then from ever wider neighbourhoods; substitutes move on to distinct values, and a
+    number whose scan of them has gone round its group (`scanned`: a group of counts all too close to it) takes a
+    near miss. Near misses and neighbours stand against `around` (value, decimals per item, as `numbers` gives them).
     """
     numeric = t.numeric[rows]
-    perturb = np.where((levels == ENTITY) | (levels == INVERSION), ~t.entity_ok[rows], numeric)
+    substitutes = ~t.entity_ok[rows] | (scanned & numeric)
+    perturb = np.where((levels == ENTITY) | (levels == INVERSION), substitutes, numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
     near = _neighbourly(t, rows, levels, round_)
@@ -656,12 +659,15 @@ def resolve(
     rounds = 2 * SPREAD_ROUNDS + 2 * int(t.distinct.size.max())
     for round_ in range(rounds):
         against = (around[0][todo], around[1][todo])
-        value, key, applied, number = claims(t, rows[todo], levels[todo], draw(todo, round_), round_, against)
+        scan_done = round_ >= scanned[todo]
+        value, key, applied, number = claims(
+            t, rows[todo], levels[todo], draw(todo, round_), round_, against, scan_done
+        )
         neighbour = _neighbourly(t, rows[todo], levels[todo], round_)
         close = _too_close(t, rows[todo], number, against, neighbour)
         bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | close
         for avoided in avoid:
-            bad |= (key == avoided[todo]) & (round_ < scanned[todo])
+            bad |= (key == avoided[todo]) & ~scan_done
         values.append(value.filter(~bad))
         where.append(todo[~bad])
         keys[todo[~bad]] = key[~bad]

@@ -550,3 +550,15 @@ def test_the_number_a_wrong_claim_reads_as_is_the_one_its_text_gives(pools):
             )
             assert np.array_equal(read, corruption.read_numbers(values), equal_nan=True), (level, round_)
     assert np.isnan(corruption.read_numbers(pl.Series(["Port ５", "no number"]))).all()
+
+
+@pytest.mark.parametrize("level", [ENTITY, INVERSION])
+def test_counts_all_too_close_to_each_other_fall_back_to_a_near_miss(pools, level):
+    """Five answers of an open relation, 5,000..5,004: every other answer is within MIN_COUNT_GAP of each, so
+    no substitute will do (the stage stopped: "no wrong claim found after 8208 draws"); the claim is a near miss
+    once the scan has gone round the group, kept far enough from the truth."""
+    counts = [f"{5000 + i:,}" for i in range(5)]
+    truths = corruption.truths(_facts([(c, [], "quantity", OPEN) for c in counts]), pools)
+    values, _, applied = _claims(truths, [2] * 50, level)
+    numbers = [int(v.replace(",", "")) for v in values]
+    assert all(abs(n - 5002) >= corruption.MIN_COUNT_GAP * 5002 for n in numbers), numbers
