@@ -3,7 +3,9 @@
 Settings come from the environment, as for `python -m reward_api` (CONTEXTCORRUPTION_DATA, _REVISION, _ANSWERS,
 _ANSWERS_REVISION, _CACHE_MB, _SESSION_TIMEOUT; the API token and the state-token key too): CONTEXTCORRUPTION_DATA
 may be a folder or a Hub dataset repo id, downloaded at `_REVISION` here. With several uvicorn workers set
-CONTEXTCORRUPTION_STATE_KEY, or each worker signs state tokens with a key of its own and refuses the others' tokens.
+CONTEXTCORRUPTION_STATE_KEY, or each worker signs state tokens with a key of its own and refuses the others' tokens,
+and pin _REVISION to a tag or commit when _DATA is a repo id: each worker downloads it when it starts, so one
+restarted after a push would serve the newer build (`python -m reward_api --workers N` downloads once for all).
 """
 
 from __future__ import annotations
