@@ -87,8 +87,12 @@ def parse_action(reply: str) -> dict:
         except json.JSONDecodeError as exc:
             problem = problem or f"unreadable JSON action: {exc.msg}"
             continue
-        except (ValueError, RecursionError):  # an integer of over 4,300 digits; nesting past the interpreter's limit
-            problem = problem or "unreadable JSON action: an integer of over 4,300 digits, or nested too deep"
+        except (
+            ValueError,
+            RecursionError,
+        ):  # an integer longer than int() reads; nesting past the interpreter's limit
+            digits = f"{sys.get_int_max_str_digits():,}"
+            problem = problem or f"unreadable JSON action: an integer of over {digits} digits, or nested too deep"
             continue
         if isinstance(action, dict) and "action_type" in action:
             return action
