@@ -27,6 +27,7 @@ import uvicorn
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from reward_api.nodelay import PROTOCOL
 from reward_api.source import dataset_folder
 from reward_api.store import DEFAULT_CACHE_MB, EpisodeStore, StoreError, sealed_message
 from reward_api.tokens import KEY_ENV, TokenSigner, server_secret
@@ -237,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     log.info("%s", try_it(settings.host, settings.port, store.shards[0].first_id))
     common = {"host": settings.host, "port": settings.port, "log_level": "info", "access_log": settings.access_log}
+    common["http"] = PROTOCOL  # several workers share a socket uvicorn binds without TCP_NODELAY (reward_api.nodelay)
     if settings.workers > 1:
         uvicorn.run("reward_api.__main__:create_app", factory=True, workers=settings.workers, **common)
     else:
