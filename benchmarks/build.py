@@ -39,6 +39,8 @@ import psutil  # installed with dvc, a core dependency
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: `benchmarks.literal` and `pipeline` from this checkout
 
+from pydantic import ValidationError  # noqa: E402
+
 from pipeline.params import EpisodesParams, FactsParams, read_params, section, seed  # noqa: E402
 
 STAGES = ("facts", "episodes", "validate")
@@ -51,12 +53,13 @@ TARGETS = {
 
 
 def scaled(params: EpisodesParams, total: int) -> EpisodesParams:
-    """The params.yaml episode counts scaled to `total`, keeping the split proportions."""
+    """The params.yaml episode counts scaled to `total`, keeping the split proportions; validated as params.yaml's
+    are (a size too small for the shard layout is a ValidationError naming it)."""
     counts = params.counts()
     held_out = {
         split: max(1, round(n * total / sum(counts.values()))) for split, n in counts.items() if split != "train"
     }
-    return params.model_copy(update={"train": total - sum(held_out.values()), **held_out})
+    return EpisodesParams.model_validate({**params.model_dump(), "train": total - sum(held_out.values()), **held_out})
 
 
 def child_ours(work: Path, total: int) -> dict:
@@ -346,8 +349,14 @@ def main() -> None:
         }
         print(json.dumps(children[args.child]()))
         return
-    default = sum(section(read_params(ROOT / "params.yaml"), "episodes", EpisodesParams).counts().values())
+    params = section(read_params(ROOT / "params.yaml"), "episodes", EpisodesParams)
+    default = sum(params.counts().values())
     sizes = args.episodes or [100_000, default]
+    for total in sizes:  # before any run: a size the shard layout cannot take failed in its child, mid-benchmark
+        try:
+            scaled(params, total)
+        except ValidationError as err:
+            parser.error(f"--episodes {total}: {err.errors()[0]['msg']}")
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
     results = run(sizes, default, args.literal_seconds, args.out, args.keep, args.floor_row_groups, args.repeat)
