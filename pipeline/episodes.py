@@ -572,6 +572,13 @@ def _beside(out_dir: Path, name: str) -> Path:
 AUDIT_SECTION = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "audit.md"
 
 
+def _audit_section() -> str:
+    if AUDIT_SECTION.is_file():
+        return AUDIT_SECTION.read_text()
+    log.warning("episodes: %s is not beside this package: the dataset card has no shortcut audit", AUDIT_SECTION)
+    return ""
+
+
 def main(
     params_file: Path = DEFAULT_PARAMS,
     facts_dir: Path = FACTS_DIR,
@@ -603,7 +610,7 @@ def main(
                     answers_dir=answers_dir,
                     hidden_key=key,
                     progress=lambda info: bar.update(info.num_rows),
-                    audit=AUDIT_SECTION.read_text() if AUDIT_SECTION.is_file() else "",
+                    audit=_audit_section(),
                 )
         except (ParamsError, FactsError, hiddenkey.HiddenKeyError, OutputError) as err:
             raise SystemExit(f"episodes: {err}") from None

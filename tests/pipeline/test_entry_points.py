@@ -162,6 +162,18 @@ def test_the_stages_read_and_write_where_their_options_say(tmp_path):
     assert "## Shortcut audit" in (build / "episodes" / "README.md").read_text()
 
 
+def test_a_build_without_the_audit_section_says_so(tmp_path, monkeypatch, caplog):
+    """An installed package has no benchmarks/ beside it: its cards lack the audit, and the build says so."""
+    from pipeline import episodes
+
+    monkeypatch.setattr(episodes, "AUDIT_SECTION", tmp_path / "benchmarks" / "results" / "audit.md")
+    assert episodes._audit_section() == ""
+    assert caplog.messages == [
+        f"episodes: {tmp_path}/benchmarks/results/audit.md is not beside this package: the dataset card has no "
+        "shortcut audit"
+    ]
+
+
 def test_a_hub_source_that_cannot_be_read_is_one_line(tmp_path):
     """Offline, facts.sources: [nq_open] ended `dvc repro` with a traceback around this line."""
     offline = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}  # an empty cache: nothing to fall back on
