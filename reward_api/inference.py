@@ -87,10 +87,8 @@ def parse_action(reply: str) -> dict:
         except json.JSONDecodeError as exc:
             problem = problem or f"unreadable JSON action: {exc.msg}"
             continue
-        except (
-            ValueError,
-            RecursionError,
-        ):  # an integer longer than int() reads; nesting past the interpreter's limit
+        # An integer longer than int() reads; nesting past the interpreter's limit.
+        except (ValueError, RecursionError):
             digits = f"{sys.get_int_max_str_digits():,}"
             problem = problem or f"unreadable JSON action: an integer of over {digits} digits, or nested too deep"
             continue
