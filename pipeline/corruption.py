@@ -495,8 +495,8 @@ def claims(
     near miss. Near misses and neighbours stand against `around` (value, decimals per item, as `numbers` gives them).
     """
     numeric = t.numeric[rows]
-    substitutes = ~t.entity_ok[rows] | (scanned & numeric)
-    perturb = np.where((levels == ENTITY) | (levels == INVERSION), substitutes, numeric)
+    missed = ~t.entity_ok[rows] | (scanned & numeric)  # no other answer will do: a near miss instead
+    perturb = np.where((levels == ENTITY) | (levels == INVERSION), missed, numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
     near = _neighbourly(t, rows, levels, round_)
