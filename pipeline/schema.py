@@ -182,7 +182,7 @@ class Manifest(_Frozen):
     def foreign_versions(self) -> str | None:
         """ "built for schema S / reward R, this code is ..." when the build's versions are not this code's (its
         invariants and reward would not be the ones it was built for), else None."""
-        return versions_problem(self.schema_version, self.reward_version)
+        return _built_for({"schema": self.schema_version, "reward": self.reward_version}, _OURS)
 
     def range_problems(self) -> list[str]:
         """What is wrong with the id ranges, which readers turn into a file and row by arithmetic alone.
@@ -244,24 +244,37 @@ def load_manifest(path: Path, model: type[M], hint: str) -> M:
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         more = f" and {err.error_count() - 1} more" if err.error_count() > 1 else ""
-        problem = _other_versions(raw) or f"not a valid manifest ({f'{where}: ' if where else ''}{first['msg']}{more})"
+        invalid = f"not a valid manifest ({f'{where}: ' if where else ''}{first['msg']}{more})"
+        problem = _other_versions(raw, model) or invalid
     raise ManifestError(f"{path}: {problem}; {hint}")
 
 
-def _other_versions(raw: bytes) -> str | None:
+_OURS = {"schema": SCHEMA_VERSION, "reward": REWARD_VERSION}
+
+
+def _other_versions(raw: bytes, model: type[M]) -> str | None:
     """Why a manifest this code cannot parse was refused, when another schema or reward version wrote it (a newer
-    one may add fields): its versions, not the first field this code does not know."""
+    one may add fields): its versions, not the first field this code does not know. Versions of the wrong type are
+    no other version's: that manifest is not valid."""
     try:
         found = json.loads(raw)
     except ValueError:
         return None
     if not isinstance(found, dict):
         return None
-    return versions_problem(found.get("schema_version", SCHEMA_VERSION), found.get("reward_version", REWARD_VERSION))
-
-
-def versions_problem(schema_version: object, reward_version: object) -> str | None:
-    if (schema_version, reward_version) == (SCHEMA_VERSION, REWARD_VERSION):
+    ours = {name: value for name, value in _OURS.items() if f"{name}_version" in model.model_fields}
+    theirs = {name: found.get(f"{name}_version", value) for name, value in ours.items()}
+    if any(type(theirs[name]) is not type(value) for name, value in ours.items()):
         return None
-    ours = f"schema {SCHEMA_VERSION} / reward {REWARD_VERSION}"
-    return f"built for schema {schema_version} / reward {reward_version}, this code is {ours}"
+    return _built_for(theirs, ours)
+
+
+def _built_for(theirs: dict[str, object], ours: dict[str, object]) -> str | None:
+    """ "built for schema 2 / reward v1, this code is schema 1 / reward v1", or None when they are the same."""
+    if theirs == ours:
+        return None
+
+    def spelled(versions: dict[str, object]) -> str:
+        return " / ".join(f"{name} {value}" for name, value in versions.items())
+
+    return f"built for {spelled(theirs)}, this code is {spelled(ours)}"

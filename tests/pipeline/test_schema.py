@@ -1,0 +1,37 @@
+"""Manifests refused in one line: by their versions when another schema or reward version wrote them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.schema import AnswersManifest, Manifest, ManifestError, load_manifest
+
+ANSWERS = {"schema_version": 1, "params_hash": "x", "row_group_rows": 1, "shards": []}
+DATASET = {"seed": 1, "params_hash": "x", "row_group_rows": 1, "splits": {}, "shards": []}
+
+
+@pytest.mark.parametrize(
+    ("model", "body", "problem"),
+    [
+        (
+            Manifest,
+            {**DATASET, "schema_version": 2, "added": 1},
+            "built for schema 2 / reward v1, this code is schema 1",
+        ),
+        (Manifest, {**DATASET, "reward_version": "v2", "added": 1}, "built for schema 1 / reward v2, this code is"),
+        # an answers manifest has no reward version to name
+        (AnswersManifest, {**ANSWERS, "schema_version": 2, "added": 1}, "built for schema 2, this code is schema 1;"),
+        # a version of the wrong type is no other version: the manifest is not valid, and the message says why
+        (Manifest, {"schema_version": "2", **DATASET} | {"params_hash": None}, "not a valid manifest (params_hash: "),
+        (Manifest, {**DATASET, "added": 1}, "not a valid manifest (added: Extra inputs are not permitted)"),
+    ],
+    ids=["newer-schema", "newer-reward", "answers-newer-schema", "version-of-the-wrong-type", "this-schema"],
+)
+def test_a_manifest_this_code_cannot_parse_is_named_by_its_versions(tmp_path, model, body, problem):
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(body))
+    with pytest.raises(ManifestError) as err:
+        load_manifest(path, model, "rebuild")
+    assert str(err.value).startswith(f"{path}: {problem}") and str(err.value).endswith("; rebuild"), err.value
