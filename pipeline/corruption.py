@@ -50,6 +50,7 @@ MIN_OFFERED = 2
 # Substitute redraws: SPREAD_ROUNDS draws weighted like the answers, as many uniform over distinct values,
 # then a scan of the group's distinct values in order, so an item finds a free value whenever one exists.
 SPREAD_ROUNDS = 8
+NEAR_MISS_ROUNDS = 8  # `resolve`'s last rounds, for numbers none of whose group's answers will do
 # u columns a draw must provide: substitute offset, perturbation size, perturbation sign.
 U_COLUMNS = 3
 YEAR_SHIFT = (1, 20)  # a year's near miss moves it this many years (before redraw rounds widen it)
@@ -250,6 +251,7 @@ def _parsed(values: pl.Series) -> pl.DataFrame:
         "prefix",
         "suffix",
         numeric=pl.col("digits").is_not_null()
+        & ~pl.col("digits").str.contains(r"^0\d")  # a code ("007"): a near miss would drop its zeros
         & (pl.col("digits").str.len_chars() + pl.col("frac").str.len_chars() <= 17)
         & ~pl.col("suffix").str.contains(_WORD_SUFFIX).fill_null(False),
         value=pl.concat_str(["digits", "frac"]).str.to_integer(strict=False).fill_null(0),
@@ -483,7 +485,7 @@ def claims(
     u: np.ndarray,
     round_: int,
     around: tuple[np.ndarray, np.ndarray],
-    scanned: np.ndarray | bool = False,
+    exhausted: np.ndarray | bool = False,
 ) -> tuple[pl.Series, np.ndarray, np.ndarray, np.ndarray]:
     """One wrong-value attempt per item: values, their keys (`key_expr`), the kinds applied, and the number a reader
     reads in each value (`read_numbers`; a near miss's own number).
@@ -491,11 +493,11 @@ def claims(
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
     neighbours are drawn again, then from ever wider neighbourhoods; substitutes move on to distinct values, and a
-    number whose scan of them has gone round its group (`scanned`: a group of counts all too close to it) takes a
-    near miss. Near misses and neighbours stand against `around` (value, decimals per item, as `numbers` gives them).
+    number none of whose group's answers will do (`exhausted`, see `resolve`) takes a near miss. Near misses and
+    neighbours stand against `around` (value, decimals per item, as `numbers` gives them).
     """
     numeric = t.numeric[rows]
-    missed = ~t.entity_ok[rows] | (scanned & numeric)  # no other answer will do: a near miss instead
+    missed = ~t.entity_ok[rows] | (exhausted & numeric)  # no other answer will do: a near miss instead
     perturb = np.where((levels == ENTITY) | (levels == INVERSION), missed, numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
@@ -650,24 +652,27 @@ def resolve(
     An item whose every wrong value is avoided (the Cocos Islands, Asia or Oceania, where a split's continent facts
     name five continents and three corrupt documents already claim the other three) has tried each value of its group
     once its scan has gone round the group: it scans on without `avoid`, repeating an earlier claim, never the truth.
+    A number whose second scan has gone round too (its group's other answers all too close to it: counts 5,000 to
+    5,004) takes a near miss, for NEAR_MISS_ROUNDS more rounds.
     """
     n = len(rows)
     around = (t.value[rows], t.decimals[rows]) if around is None else around
     todo = np.arange(n)
     values, where, keys, kinds = [], [], np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=np.int8)
-    scanned = 2 * SPREAD_ROUNDS + t.distinct.size[t.group[rows]]  # per item: the round its scan has gone round
-    rounds = 2 * SPREAD_ROUNDS + 2 * int(t.distinct.size.max())
+    size = t.distinct.size[t.group[rows]]
+    scanned = 2 * SPREAD_ROUNDS + size  # per item: the round its scan has gone round
+    rounds = 2 * SPREAD_ROUNDS + 2 * int(t.distinct.size.max()) + NEAR_MISS_ROUNDS
     for round_ in range(rounds):
         against = (around[0][todo], around[1][todo])
-        scan_done = round_ >= scanned[todo]
+        exhausted = round_ >= scanned[todo] + size[todo]
         value, key, applied, number = claims(
-            t, rows[todo], levels[todo], draw(todo, round_), round_, against, scan_done
+            t, rows[todo], levels[todo], draw(todo, round_), round_, against, exhausted
         )
         neighbour = _neighbourly(t, rows[todo], levels[todo], round_)
         close = _too_close(t, rows[todo], number, against, neighbour)
         bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | close
         for avoided in avoid:
-            bad |= (key == avoided[todo]) & ~scan_done
+            bad |= (key == avoided[todo]) & (round_ < scanned[todo])
         values.append(value.filter(~bad))
         where.append(todo[~bad])
         keys[todo[~bad]] = key[~bad]

@@ -562,3 +562,27 @@ def test_counts_all_too_close_to_each_other_fall_back_to_a_near_miss(pools, leve
     values, _, applied = _claims(truths, [2] * 50, level)
     numbers = [int(v.replace(",", "")) for v in values]
     assert all(abs(n - 5002) >= corruption.MIN_COUNT_GAP * 5002 for n in numbers), numbers
+
+
+@pytest.mark.parametrize("level", [ENTITY, INVERSION])
+def test_a_number_whose_every_other_answer_is_avoided_repeats_one_not_a_near_miss(pools, level):
+    """Five birth years, the other four already claimed: the claim repeats one of them (a year past every true
+    answer would mark its document); the near miss is only for a group none of whose answers will do."""
+    years = ["1987", "1988", "1989", "1990", "1991"]
+    truths = corruption.truths(_facts([(y, [], "year", "birth_year") for y in years]), pools)
+    rows = np.zeros(20, dtype=int)
+
+    def draw(items, round_):
+        return np.random.default_rng(round_).random((len(rows), corruption.U_COLUMNS))[items]
+
+    avoid = [np.full(len(rows), key) for key in _keys(years[1:])]
+    values, _, _ = corruption.resolve(truths, rows, np.full(len(rows), level), draw, avoid)
+    assert set(values.to_list()) <= set(years[1:])
+
+
+def test_a_code_with_a_leading_zero_is_claimed_as_another_code(pools):
+    """ "007" is no number: a near miss would write 8 beside clean documents' 007, a tell."""
+    codes = ["007", "012", "034", "056", "078", "091"]
+    truths = corruption.truths(_facts([(c, [], "text", OPEN) for c in codes]), pools)
+    values, _, applied = _claims(truths, [0] * 50, NUMBER)
+    assert set(applied) == {ENTITY} and set(values) <= set(codes[1:])
