@@ -77,6 +77,12 @@ def describe(observation: dict) -> str:
     )
 
 
+def _too_big() -> str:
+    """What json cannot read, in this interpreter: a limit of 0 reads integers of any length."""
+    limit = sys.get_int_max_str_digits()
+    return f"an integer of over {limit:,} digits, or nested too deep" if limit else "nested too deep"
+
+
 def parse_action(reply: str) -> dict:
     """The first JSON object in a reply that names an action_type; ValueError saying what is wrong otherwise (about
     the first object when none names one). Braces in prose ("{doc 3}") are passed over."""
@@ -89,8 +95,7 @@ def parse_action(reply: str) -> dict:
             continue
         # An integer longer than int() reads; nesting past the interpreter's limit.
         except (ValueError, RecursionError):
-            digits = f"{sys.get_int_max_str_digits():,}"
-            problem = problem or f"unreadable JSON action: an integer of over {digits} digits, or nested too deep"
+            problem = problem or f"unreadable JSON action: {_too_big()}"
             continue
         if isinstance(action, dict) and "action_type" in action:
             return action

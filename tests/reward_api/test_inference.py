@@ -106,6 +106,14 @@ def test_parse_action_explains_bad_replies():
         assert parse_action(f'{{"a": {runaway}}} {{"action_type": "read_doc", "doc_id": 1}}')["doc_id"] == 1
         with pytest.raises(ValueError, match="unreadable JSON action: an integer of over 4,300 digits, or nested"):
             parse_action(f'{{"a": {runaway}}}')
+    # With the interpreter's limit off, only nesting is too much: the message names no 0-digit limit.
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        with pytest.raises(ValueError, match="^unreadable JSON action: nested too deep$"):
+            parse_action('{"a": ' + "[" * 3000 + "]" * 3000 + "}")
+    finally:
+        sys.set_int_max_str_digits(limit)
     for reply, message in [
         ("no idea", "no JSON"),
         ("{'a': 1}", "no JSON"),
