@@ -303,10 +303,12 @@ With `normalize` = lowercase, strip non-word characters, collapse whitespace:
 - false_positive_penalty: max(0, 0.2 - 0.1 x |flagged but not corrupt|)
 - confidence_calibration: +0.1 x confidence if correct, -0.2 x confidence if wrong
 - efficiency: 0.05 x (1 - budget_used / max_budget)
-- total: the sum, rounded to 4 places; range [-0.2, 1.05]
+- total: the sum, rounded to 4 places; range [-0.2, 1.05] (the highest reachable is {_best_total():.4f}: every episode
+  has a corrupt document, and its flag and the submission cost 2 of the budget). The terms are shown rounded to 4
+  places too, so their sum can differ from the total in the last place.
 
 Every action (read_doc, flag_suspicious, unflag_doc, submit_answer) costs 1 of the {MAX_BUDGET} budget; a one-shot
-submission costs one per flagged document plus one.
+submission costs one per distinct flagged document plus one.
 
 ## Loading
 
@@ -341,6 +343,11 @@ The episodes' licence above (`{licence}`) follows the most restrictive source pr
 seed {manifest.seed}, params_hash `{manifest.params_hash}`, schema_version {manifest.schema_version},
 reward_version {manifest.reward_version}. Written with {versions}.
 """
+
+
+def _best_total() -> float:
+    """Every term at its best, one corrupt document flagged and the answer submitted: 2 of the budget used."""
+    return 0.4 + 0.3 + 0.2 + 0.1 + 0.05 * (1 - 2 / MAX_BUDGET)
 
 
 def write_card(root: Path, manifest: Manifest, audit: str = "") -> None:

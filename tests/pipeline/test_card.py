@@ -21,6 +21,7 @@ from pipeline.schema import (
     EPISODE_SCHEMA,
     HIDDEN_COLUMNS,
     MANIFEST_NAME,
+    MAX_BUDGET,
     SPLITS,
     VISIBLE_COLUMNS,
     Manifest,
@@ -204,3 +205,12 @@ def test_a_hub_source_is_cited_at_the_commit_its_facts_were_read(folder, tmp_pat
     assert "(`google-research-datasets/nq_open`), read from a local copy |" in rows["| nq_open"]
     assert "/data/nq" not in rows["| nq_open"]
     assert "read from" not in rows["| faitheval"] + rows["| geonames"]
+
+
+def test_the_card_states_the_highest_reachable_reward(folder):
+    """One flag and the submission: the reward's best, by the scorer itself, is what the card says it is."""
+    from reward_api.scoring import EpisodeKey, accepted_answers, score_key
+
+    key = EpisodeKey(accepted_answers("Paris", []), frozenset({3}), MAX_BUDGET)
+    best = score_key("Paris", frozenset({3}), 1.0, 2, key)["total"]
+    assert f"the highest reachable is {best:.4f}:" in (folder / CARD_NAME).read_text()
