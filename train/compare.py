@@ -32,8 +32,8 @@ def comparison_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, 
     return rows
 
 
-def _f(value: float) -> str:
-    return f"{value:.3f}"
+def _f(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -48,7 +48,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         flags = row["flags"]["all"]
         cells = [
             row["agent"],
-            f"{_f(row['reward'])} ({_f(low)}–{_f(high)})",
+            f"{_f(row['reward'])} ({_f(low)}–{_f(high)})" if low is not None else _f(row["reward"]),
             _f(row["accuracy"]),
             _f(row["well_formed_rate"]),
             " / ".join(_f(flags[m]) for m in ("precision", "recall", "f1")),

@@ -30,14 +30,20 @@ class Scored:
         return self.breakdown["answer_correctness"] > 0
 
 
-def mean_ci(values: Sequence[float]) -> dict[str, float]:
-    """Mean with a normal-approximation 95% confidence interval."""
+def mean_ci(values: Sequence[float]) -> dict[str, float | None]:
+    """Mean with a normal-approximation 95% confidence interval; one value has none (None bounds)."""
     mean = fmean(values)
-    half = 1.96 * stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    if len(values) < 2:
+        return {"mean": round(mean, 4), "ci95_low": None, "ci95_high": None}
+    half = 1.96 * stdev(values) / math.sqrt(len(values))
     return {"mean": round(mean, 4), "ci95_low": round(mean - half, 4), "ci95_high": round(mean + half, 4)}
 
 
-def _prf(tp: int, fp: int, fn: int) -> dict[str, float | int]:
+def _prf(tp: int, fp: int, fn: int) -> dict[str, float | int | None]:
+    """Precision, recall and F1 over `tp + fn` documents of a kind; None for a kind the episodes do not hold (0
+    would read as an agent missing every one)."""
+    if not tp + fn:
+        return {"support": 0, "precision": None, "recall": None, "f1": None}
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
@@ -68,18 +74,17 @@ def calibration(items: Sequence[Scored]) -> dict[str, Any]:
     bins: list[list[Scored]] = [[] for _ in range(ECE_BINS)]
     for item in items:
         bins[min(int(item.submission.confidence * ECE_BINS), ECE_BINS - 1)].append(item)
-    table = [
-        {
-            "bin": b,
-            "count": len(group),
-            "confidence": round(fmean(i.submission.confidence for i in group), 4),
-            "accuracy": round(fmean(i.correct for i in group), 4),
-        }
+    means = [
+        (b, len(group), fmean(i.submission.confidence for i in group), fmean(i.correct for i in group))
         for b, group in enumerate(bins)
         if group
     ]
-    ece = sum(t["count"] * abs(t["accuracy"] - t["confidence"]) for t in table) / len(items)
+    ece = sum(count * abs(accuracy - confidence) for _, count, confidence, accuracy in means) / len(items)
     brier = fmean((i.submission.confidence - i.correct) ** 2 for i in items)
+    table = [
+        {"bin": b, "count": count, "confidence": round(confidence, 4), "accuracy": round(accuracy, 4)}
+        for b, count, confidence, accuracy in means
+    ]
     return {"ece": round(ece, 4), "brier": round(brier, 4), "reliability": table}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,9 +49,10 @@ def write_charts(results: dict[str, dict], out: Path) -> list[Path]:
     paths = [out / "eval_reward.png", out / "eval_calibration.png", out / "eval_flags.png"]
     fig, ax = plt.subplots(figsize=(7, 4))
     means = [results[n]["reward"]["mean"] for n in names]
-    errs = [
-        [m - results[n]["reward"]["ci95_low"] for n, m in zip(names, means, strict=True)],
-        [results[n]["reward"]["ci95_high"] - m for n, m in zip(names, means, strict=True)],
+    bounds = [(results[n]["reward"]["ci95_low"], results[n]["reward"]["ci95_high"]) for n in names]
+    errs = [  # no bar where one episode has no interval
+        [0.0 if low is None else m - low for (low, _), m in zip(bounds, means, strict=True)],
+        [0.0 if high is None else high - m for (_, high), m in zip(bounds, means, strict=True)],
     ]
     ax.bar(names, means, yerr=errs, capsize=4, color=[f"C{i}" for i in range(len(names))])
     ax.set(ylabel="mean reward (95% CI)", title="Reward by agent")
@@ -73,7 +75,8 @@ def write_charts(results: dict[str, dict], out: Path) -> list[Path]:
     width = 0.8 / len(names)
     for i, name in enumerate(names):
         xs = [j + i * width for j in range(len(kinds))]
-        ax.bar(xs, [results[name]["flags"][k]["recall"] for k in kinds], width, label=name, color=f"C{i}")
+        recalls = [results[name]["flags"][k]["recall"] for k in kinds]  # None: no document of that kind, no bar
+        ax.bar(xs, [math.nan if r is None else r for r in recalls], width, label=name, color=f"C{i}")
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(kinds))], kinds)
     ax.set(ylabel="flag recall", ylim=(0, 1.05), title="Corrupt documents flagged, by corruption kind")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))

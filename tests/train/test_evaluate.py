@@ -11,6 +11,7 @@ import pytest
 
 from tests.hiddenbuild import build_hidden
 from train.agents import BASELINES, greedy, load_model, scripted_tool_agent, tool_tokenizer
+from train.compare import comparison_rows, markdown
 from train.evaluate import evaluate, evaluate_tools, main, score_rows
 from train.metrics import calibration, flag_metrics, mean_ci
 from train.prompts import episode_text
@@ -49,16 +50,24 @@ def test_flag_metrics_per_kind(episode_rows):
     flags = flag_metrics(score_rows([row], [text]))
     assert flags["all"] == {"support": 2, "precision": 0.5, "recall": 0.5, "f1": 0.5}
     assert flags["number"]["recall"] == 1.0 and flags["entity"]["recall"] == 0.0
-    assert flags["coherent"]["support"] == 0
+    # a kind the episodes do not hold has no figures: 0 read as an agent missing every such document
+    assert flags["coherent"] == {"support": 0, "precision": None, "recall": None, "f1": None}
+    row = markdown(comparison_rows({"agent": {**evaluate(BASELINES["oracle"], [row]), "flags": flags}}))
+    assert row.splitlines()[-1].endswith(" | n/a / n/a / n/a |")  # coherent, last of the kinds
 
 
 def test_mean_ci_and_calibration_bins(episode_rows):
     assert mean_ci([1.0, 3.0]) == {"mean": 2.0, "ci95_low": 0.04, "ci95_high": 3.96}
+    assert mean_ci([1.0]) == {"mean": 1.0, "ci95_low": None, "ci95_high": None}  # one episode: no interval
     texts = [f'{{"answer": "{r["answer"]}", "confidence": 0.95}}' for r in episode_rows[:4]]
     texts += ['{"answer": "wrong", "confidence": 0.95}'] * 4
     result = calibration(score_rows(episode_rows[:8], texts))
     assert result["reliability"] == [{"bin": 9, "count": 8, "confidence": 0.95, "accuracy": 0.5}]
     assert result["ece"] == pytest.approx(0.45) and result["brier"] == pytest.approx((0.05**2 + 0.95**2) / 2)
+    # ECE from the bins' exact means, not from the table's rounded ones: 3 at 0.10004, 2 of them right
+    texts = [f'{{"answer": "{r["answer"]}", "confidence": 0.10004}}' for r in episode_rows[:2]]
+    result = calibration(score_rows(episode_rows[:3], [*texts, '{"answer": "wrong", "confidence": 0.10004}']))
+    assert result["ece"] == round(2 / 3 - 0.10004, 4) == 0.5666
 
 
 def test_command_writes_json_and_charts(tmp_path, episodes_dir, tiny_model):
