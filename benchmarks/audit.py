@@ -4,7 +4,9 @@
     .venv/bin/python benchmarks/audit.py --train-episodes 5000 --eval-episodes 5000 --out /tmp/audit.json
 
 Every cue is learned on the first `--train-episodes` of the train split (ids are already a random order) and
-scored on the validation split: facts never cross splits, so no value is learned by heart. A cue is judged by
+scored on the validation split: facts never cross splits, so no fact is learned by heart (a real-world fact's
+wrong claims are other facts' answers from every split, train's among them: see README's Shortcut audit, which
+this audit does not measure). A cue is judged by
 its separation max(AUC, 1 - AUC), whichever side it ranks first. Writes the report (JSON, raw AUCs) and the
 dataset-card section (markdown, same name .md); prints the section, then every cue above the limit with the
 strongest features of the model that found it, and examples. Exits 1 when a cue is above the limit.
