@@ -63,6 +63,12 @@ def _boosted() -> Pipeline:
 _TFIDF = {"min_df": 3, "sublinear_tf": True}
 CUES = (
     Cue(
+        "answer_type",
+        "baseline: the answer type alone, which the question tells (what a kind's mix of answer types gives any cue)",
+        lambda d: d.select("answer_type"),
+        _linear(_onehot),
+    ),
+    Cue(
         "bag_of_words",
         "title and content, word 1-2-grams (TF-IDF)",
         lambda d: (d["title"] + " \n " + d["content"]).to_list(),
