@@ -11,12 +11,18 @@ restarted after a push would serve the newer build (`python -m reward_api --work
 from __future__ import annotations
 
 from fastapi import FastAPI
+from pydantic import ValidationError
 
-from reward_api.__main__ import Settings, downloaded, skip_web_ui
+from reward_api.__main__ import SettingError, Settings, downloaded, setting_errors, skip_web_ui
 from reward_api.__main__ import create_app as app_for
 
 
 def create_app() -> FastAPI:
-    """The server for the dataset the environment names; a missing or broken dataset raises StoreError naming it."""
+    """The server for the dataset the environment names; a missing or broken dataset raises StoreError naming it, a
+    bad variable SettingError naming it (`CONTEXTCORRUPTION_PORT: ...`)."""
     skip_web_ui()
-    return app_for(downloaded(Settings()))
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        raise SettingError(setting_errors(exc, ())) from None
+    return app_for(downloaded(settings))

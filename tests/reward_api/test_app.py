@@ -13,6 +13,7 @@ import httpx
 import pytest
 import yaml
 
+from reward_api.__main__ import SettingError
 from reward_api.app import create_app
 from reward_api.localserver import free_port, wait_healthy
 from reward_api.store import StoreError
@@ -64,4 +65,12 @@ def test_factory_refuses_a_missing_dataset_by_name(tmp_path, monkeypatch):
         create_app()
     monkeypatch.setenv("CONTEXTCORRUPTION_DATA", str(tmp_path / "nowhere"))
     with pytest.raises(StoreError, match="no such dataset folder, and not a Hub repo id"):
+        create_app()
+
+
+def test_factory_refuses_a_bad_variable_by_name(monkeypatch, served_dir):
+    """uvicorn --factory reads the settings from the environment only: the error names the variable."""
+    monkeypatch.setenv("CONTEXTCORRUPTION_DATA", str(served_dir))
+    monkeypatch.setenv("CONTEXTCORRUPTION_CACHE_MB", "-5")
+    with pytest.raises(SettingError, match=r"^CONTEXTCORRUPTION_CACHE_MB: Input should be greater than or equal to 0"):
         create_app()
