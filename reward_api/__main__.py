@@ -78,11 +78,16 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
         dest="session_timeout",
         help="seconds a silent /ws session holds one of the 256 session slots (default 300)",
     )
-    given = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
+    return load_settings({k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None})
+
+
+def load_settings(flags: dict[str, object]) -> Settings:
+    """The settings from `flags` (given on the command line) and the environment; SettingError names a bad one as it
+    was given."""
     try:
-        return Settings(**given)
+        return Settings(**flags)
     except ValidationError as exc:
-        raise SettingError(setting_errors(exc, given)) from None
+        raise SettingError(setting_errors(exc, flags)) from None
 
 
 class SettingError(ValueError):

@@ -11,18 +11,13 @@ restarted after a push would serve the newer build (`python -m reward_api --work
 from __future__ import annotations
 
 from fastapi import FastAPI
-from pydantic import ValidationError
 
-from reward_api.__main__ import SettingError, Settings, downloaded, setting_errors, skip_web_ui
 from reward_api.__main__ import create_app as app_for
+from reward_api.__main__ import downloaded, load_settings, skip_web_ui
 
 
 def create_app() -> FastAPI:
     """The server for the dataset the environment names; a missing or broken dataset raises StoreError naming it, a
     bad variable SettingError naming it (`CONTEXTCORRUPTION_PORT: ...`)."""
     skip_web_ui()
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        raise SettingError(setting_errors(exc, ())) from None
-    return app_for(downloaded(settings))
+    return app_for(downloaded(load_settings({})))

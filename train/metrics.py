@@ -45,7 +45,7 @@ def _prf(tp: int, fp: int, fn: int) -> dict[str, float | int | None]:
     if not tp + fn:
         return {"support": 0, "precision": None, "recall": None, "f1": None}
     precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
+    recall = tp / (tp + fn)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"support": tp + fn, "precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4)}
 
