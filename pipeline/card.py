@@ -294,9 +294,10 @@ document never asserts the true answer or an alias, and the true answer is alway
 `doc_claims`. First episode of this build showing each kind:
 
 {kinds}
-## Reward (v1)
+## Reward ({manifest.reward_version})
 
-With `normalize` = lowercase, strip non-word characters, collapse whitespace:
+With `normalize` = lowercase, strip non-word characters (a decimal point between two digits stays: 1312.93 is not
+131.293), collapse whitespace:
 
 - answer_correctness: 0.4 if normalize(answer) equals normalize(the answer or any alias), else 0
 - corruption_detection: 0.3 x |flagged and corrupt| / |corrupt|

@@ -80,14 +80,15 @@ _POOLED_TYPES = ("person", "organization", "place", "text")
 
 
 def normalize_expr(expr: pl.Expr) -> pl.Expr:
-    """The scorer's `normalize` (lowercase, strip non-word characters, collapse whitespace) as an expression.
+    """The scorer's `normalize` (lowercase, strip non-word characters but decimal points, collapse whitespace) as
+    an expression.
 
     Spelled with Python's classes (`invariants.NON_WORD`, `WHITESPACE`): the regex engine's own \\w and \\s differ
     from Python's on combining marks, joiners and some digits, and a claim that differs from the answer only there
     would be a corrupt document asserting the truth."""
     return (
         expr.str.to_lowercase()
-        .str.replace_all(NON_WORD, "")
+        .str.replace_all(NON_WORD, "${1}")
         .str.replace_all(f"[{WHITESPACE}]+", " ")
         .str.strip_chars(" ")
     )

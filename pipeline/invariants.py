@@ -1,7 +1,7 @@
 """The dataset's invariants (README: The episode) as DuckDB SQL: one predicate per episode over the `checked` table.
 
-Answers are compared after the reward's normalisation (lowercase, strip non-word characters, collapse
-whitespace), written here as SQL macros with Unicode classes so that it equals Python's `str.lower` + `\\w` +
+Answers are compared after the reward's normalisation (lowercase, strip non-word characters but decimal points,
+collapse whitespace), written here as SQL macros with Unicode classes so that it equals Python's `str.lower` + `\\w` +
 `str.split` (tests prove it on every assigned code point). Only SQL text lives here; the validate stage runs it.
 """
 
@@ -32,7 +32,10 @@ _FINAL_SIGMA = (
     f"CASE WHEN contains(s, 'Σ') THEN regexp_replace(s, '([{_CASED}][{_CASE_IGNORABLE}]*)Σ"
     f"([{_CASE_IGNORABLE}]*(?:[^{_CASED}{_CASE_IGNORABLE}]|$))', '\\1ς\\2', 'g') ELSE s END"
 )
-NON_WORD = f"[^\\p{{L}}\\p{{N}}_{WHITESPACE}]"  # what normalize strips: Python's [^\\w\\s]
+# What normalize strips (Python's [^\\w\\s], but a decimal point), replaced by group 1: a number with decimal points
+# (between two ASCII digits) matches whole and stays, any other point or non-word character goes. One pass, since
+# RE2 and Rust's regex have no lookaround.
+NON_WORD = f"([0-9](?:\\.[0-9]+)+)|[^\\p{{L}}\\p{{N}}_{WHITESPACE}]"
 # The reward's normalize() as DuckDB macros, in two steps so that a caller can compute the first once per
 # string (a macro repeats its argument wherever its body does): lower_sigma(s), then norm_lower(x).
 # norm(s) chains them. The regexp_replace calls run only where a regexp_matches (several times cheaper) finds
@@ -40,7 +43,7 @@ NON_WORD = f"[^\\p{{L}}\\p{{N}}_{WHITESPACE}]"  # what normalize strips: Python'
 NORMALIZE_MACROS = (
     f"CREATE MACRO lower_sigma(s) AS lower({_FINAL_SIGMA})",
     "CREATE MACRO norm_lower(x) AS CASE WHEN regexp_matches(x, '[^\\p{L}\\p{N}_ ]|  |^ | $') "
-    f"THEN trim(regexp_replace(regexp_replace(x, '{NON_WORD}', '', 'g'), '[{WHITESPACE}]+', ' ', 'g')) ELSE x END",
+    f"THEN trim(regexp_replace(regexp_replace(x, '{NON_WORD}', '\\1', 'g'), '[{WHITESPACE}]+', ' ', 'g')) ELSE x END",
     "CREATE MACRO norm(s) AS norm_lower(lower_sigma(s))",
 )
 

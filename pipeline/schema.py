@@ -15,9 +15,9 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 SCHEMA_VERSION = 1
-# The reward formula's version (README: Reward v1). Lives here so the manifest can record it without the
+# The reward formula's version (README: Reward v2). Lives here so the manifest can record it without the
 # pipeline importing the server; `reward_api.scoring` re-exports it.
-REWARD_VERSION = "v1"
+REWARD_VERSION = "v2"
 
 NUM_DOCS = 8
 OPEN = "open"  # the relation of facts known only by their question (nq_open, FaithEval)

@@ -35,9 +35,12 @@ REWARD_RANGE = (-0.2, 1.05)
 DOC_IDS = frozenset(range(NUM_DOCS))
 CORRECT, WRONG = 0.4, 0.0
 CONFIDENCE_GAIN, CONFIDENCE_LOSS = 0.1, -0.2
-_NON_WORD = re.compile(r"[^\w\s]")
-# The ASCII bytes that `[^\w\s]` removes: bytes.translate deletes them about 2x faster than the regex.
-_ASCII_NON_WORD = bytes(c for c in range(128) if _NON_WORD.match(chr(c)))
+# What normalize strips: non-word characters, but a decimal point (between two ASCII digits). v1 stripped every
+# point, which made "131.293" a correct answer to "1312.93".
+_NON_WORD = re.compile(r"[^\w\s.]|(?<![0-9])\.|\.(?![0-9])")
+# The ASCII bytes that `[^\w\s]` removes: bytes.translate deletes them about 2x faster than the regex, in text
+# without a point.
+_ASCII_NON_WORD = bytes(c for c in range(128) if re.match(r"[^\w\s]", chr(c)))
 
 
 class Breakdown(TypedDict):
@@ -51,9 +54,10 @@ class Breakdown(TypedDict):
 
 @functools.lru_cache(maxsize=1 << 14)
 def normalize(text: str) -> str:
-    """Lowercase, strip non-word characters, collapse whitespace (cached: a GRPO group repeats answers)."""
+    """Lowercase, strip non-word characters but decimal points, collapse whitespace (cached: a GRPO group repeats
+    answers)."""
     lowered = text.lower()
-    if lowered.isascii():
+    if lowered.isascii() and "." not in lowered:
         return " ".join(lowered.encode().translate(None, _ASCII_NON_WORD).decode().split())
     return " ".join(_NON_WORD.sub("", lowered).split())
 
@@ -107,7 +111,7 @@ def _efficiency_term(budget_used: int, max_budget: int) -> tuple[float, float]:
 
 
 def score_key(answer: str, flagged: frozenset[int], confidence: float, budget_used: int, key: EpisodeKey) -> Breakdown:
-    """Reward of a finished episode: the v1 formula with the episode's precomputed key."""
+    """Reward of a finished episode: the formula with the episode's precomputed key."""
     if not 0.0 <= confidence <= 1.0:  # also refuses NaN
         raise ValueError(f"confidence must be in [0, 1], got {confidence}")
     if not 0 <= budget_used <= key.max_budget:
@@ -163,7 +167,7 @@ def reward_numbers() -> dict[str, float]:
 
 
 def reward_rules() -> str:
-    """The v1 reward in words, with reward_numbers(): what the system prompts of training and of
+    """The reward in words, with reward_numbers(): what the system prompts of training and of
     reward_api.inference state."""
     n = reward_numbers()
     return (

@@ -17,7 +17,7 @@ import yaml
 from typer.testing import CliRunner
 
 from reward_api.env import ENV_NAME
-from reward_api.scoring import REWARD_RANGE
+from reward_api.scoring import REWARD_RANGE, REWARD_VERSION
 from tests.reward_api.conftest import SECRET, serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def test_manifest_declares_the_served_environment(manifest):
     assert manifest["name"] == ENV_NAME
     assert manifest["type"] == "space" and manifest["runtime"] == "fastapi"
     assert manifest["port"] == 7860
-    assert manifest["description"].strip()
+    assert f"reward {REWARD_VERSION} in [-0.2, 1.05]" in " ".join(manifest["description"].split())
     assert tuple(manifest["validation"]["reward"]["range"]) == REWARD_RANGE
     assert (ROOT / manifest["validation"]["capabilities"]["oracle"]["location"]).is_file()
 

@@ -70,7 +70,7 @@ def test_normalisation_and_keys_match_the_scorer():
     texts = ["Paris, France", "  67,750,000 ", "Ünïcode—Dash!", "A  b\tc", "15.999", "O'Neil"]
     got = pl.Series(texts).to_frame("t").select(corruption.normalize_expr(pl.col("t"))).to_series().to_list()
     assert got == [normalize(t) for t in texts]
-    same = ["paris france", "67750000", "ünïcodedash", "a b c", "15999", "oneil"]
+    same = ["paris france", "67750000", "ünïcodedash", "a b c", "15.999", "oneil"]
     assert (_keys(texts) == _keys(same)).all() and len(set(_keys(texts))) == len(texts)
 
 

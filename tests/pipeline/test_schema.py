@@ -18,9 +18,9 @@ DATASET = {"seed": 1, "params_hash": "x", "row_group_rows": 1, "splits": {}, "sh
         (
             Manifest,
             {**DATASET, "schema_version": 2, "added": 1},
-            "built for schema 2 / reward v1, this code is schema 1",
+            "built for schema 2 / reward v2, this code is schema 1",
         ),
-        (Manifest, {**DATASET, "reward_version": "v2", "added": 1}, "built for schema 1 / reward v2, this code is"),
+        (Manifest, {**DATASET, "reward_version": "v3", "added": 1}, "built for schema 1 / reward v3, this code is"),
         # an answers manifest has no reward version to name
         (AnswersManifest, {**ANSWERS, "schema_version": 2, "added": 1}, "built for schema 2, this code is schema 1;"),
         # a version of the wrong type is no other version: the manifest is not valid, and the message says why

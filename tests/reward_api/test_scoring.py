@@ -1,4 +1,4 @@
-"""The v1 reward: properties (hypothesis), equality with the formula written plainly, and normalize."""
+"""The reward: properties (hypothesis), equality with the formula written plainly, and normalize."""
 
 from __future__ import annotations
 
@@ -26,13 +26,22 @@ answers = st.sampled_from(["Paris", "paris!", " PARIS ", "Lyon", "", "City of Pa
 KEY_PARTS = ("answer_correctness", "corruption_detection", "false_positive_penalty", "confidence_calibration")
 
 
-def plain_v1(answer, flagged, confidence, used, accepted, corrupt, max_budget=MAX_BUDGET):
-    """Reward v1 as the README writes it, with the original regex normalize: the reference the fast path must equal."""
+def plain_normalize(text):
+    """normalize as the README writes it: lowercase, strip non-word characters but a point between two digits,
+    collapse whitespace."""
+    lowered = text.lower()
+    digits = set("0123456789")
+    decimal = {
+        i
+        for i, c in enumerate(lowered)
+        if c == "." and 0 < i < len(lowered) - 1 and {lowered[i - 1], lowered[i + 1]} <= digits
+    }
+    return " ".join("".join(c for i, c in enumerate(lowered) if i in decimal or re.match(r"[\w\s]", c)).split())
 
-    def norm(text):
-        return " ".join(re.sub(r"[^\w\s]", "", text.lower()).split())
 
-    correct = norm(answer) in {norm(a) for a in accepted}
+def plain_reward(answer, flagged, confidence, used, accepted, corrupt, max_budget=MAX_BUDGET):
+    """The reward as the README writes it: the reference the fast path must equal."""
+    correct = plain_normalize(answer) in {plain_normalize(a) for a in accepted}
     parts = {
         "answer_correctness": 0.4 if correct else 0.0,
         "corruption_detection": 0.3 * len(flagged & corrupt) / len(corrupt),
@@ -50,7 +59,7 @@ def key_for(corrupt, accepted=("Paris", "City of Paris")):
 @given(answers, doc_sets, confidences, budgets, corrupt_sets)
 def test_equals_the_formula_as_written(answer, flagged, confidence, used, corrupt):
     got = score_key(answer, flagged, confidence, used, key_for(corrupt))
-    assert got == plain_v1(answer, flagged, confidence, used, ("Paris", "City of Paris"), corrupt)
+    assert got == plain_reward(answer, flagged, confidence, used, ("Paris", "City of Paris"), corrupt)
 
 
 @given(answers, doc_sets, confidences, budgets, corrupt_sets)
@@ -81,9 +90,32 @@ def test_no_term_is_negative_zero():
     assert all(math.copysign(1.0, value) == 1.0 for value in breakdown.values()), breakdown
 
 
-@given(st.text(max_size=30))
-def test_normalize_equals_the_regex_definition(text):
-    assert normalize(text) == " ".join(re.sub(r"[^\w\s]", "", text.lower()).split())
+# Numbers, points and what lies around them, beside any text: most of normalize's cases are there.
+numberish = st.text(st.sampled_from("0123456789.,-_ aZ\u0663é\u00a0!"), max_size=30)
+
+
+@given(numberish | st.text(max_size=30))
+def test_normalize_equals_the_definition(text):
+    assert normalize(text) == plain_normalize(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "normalized"),
+    [
+        ("1312.93", "1312.93"),
+        ("1,312.93", "1312.93"),
+        ("$4.5 million.", "4.5 million"),
+        ("v.1.2.3.", "v1.2.3"),
+        ("1..2", "12"),
+        ("1.-2", "12"),
+        ("U.S.A.", "usa"),
+        (". 5", "5"),
+        ("3.\u0663", "3\u0663"),  # only ASCII digits hold a decimal point
+    ],
+)
+def test_a_decimal_point_stays_and_other_points_go(text, normalized):
+    """v1 stripped every point: "131.293" was a correct answer to "1312.93"."""
+    assert normalize(text) == normalized
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.schema import EPISODE_SCHEMA, HIDDEN_COLUMNS, TASKS, VISIBLE_COLUMNS, VISIBLE_SCHEMA
+from pipeline.schema import EPISODE_SCHEMA, HIDDEN_COLUMNS, REWARD_VERSION, TASKS, VISIBLE_COLUMNS, VISIBLE_SCHEMA
 from reward_api.env import seeded_episode
 from reward_api.shards import open_shard, read_manifest
 from reward_api.source import dataset_folder
@@ -240,7 +240,8 @@ def test_a_build_for_another_schema_or_reward_is_refused(served_dir, tmp_path, o
     manifest is refused by its versions, not by the first field this server does not know."""
     root, manifest = _edit_manifest(served_dir, tmp_path, lambda m: m.update(other))
     versions = f"schema {manifest['schema_version']} / reward {manifest['reward_version']}"
-    with pytest.raises(StoreError, match=f"manifest.json: built for {versions}, this code is schema 1 / reward v1"):
+    ours = f"schema 1 / reward {REWARD_VERSION}"
+    with pytest.raises(StoreError, match=f"manifest.json: built for {versions}, this code is {ours}"):
         EpisodeStore(root, preload_keys=False)
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pipeline.schema import MAX_BUDGET
+from pipeline.schema import MAX_BUDGET, REWARD_VERSION
 from reward_api.inference import SYSTEM_PROMPT as INFERENCE_SYSTEM_PROMPT
 from reward_api.scoring import REWARD_RANGE, EpisodeKey, reward_numbers, score_submission_key
 from train.prompts import ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT
@@ -35,8 +35,9 @@ def test_the_numbers_are_the_scoring_modules():
 
 @pytest.mark.parametrize("prompt", [ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT, INFERENCE_SYSTEM_PROMPT])
 def test_both_prompts_state_every_number_in_order(prompt):
-    rules = next(part for part in prompt.split("\n\n") if part.startswith("Scoring (reward v1)"))
-    stated = [float(x) for x in re.findall(r"\b\d+(?:\.\d+)?\b", rules.removeprefix("Scoring (reward v1)"))]
+    heading = f"Scoring (reward {REWARD_VERSION})"
+    rules = next(part for part in prompt.split("\n\n") if part.startswith(heading))
+    stated = [float(x) for x in re.findall(r"\b\d+(?:\.\d+)?\b", rules.removeprefix(heading))]
     n = reward_numbers()
     floor = 0  # "never below 0"
     expected = [n["correct"], n["detection"], n["allowance"], n["false_flag"], floor]
