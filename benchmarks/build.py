@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))  # run as a script: `benchmarks.literal` and `pipe
 from pydantic import ValidationError  # noqa: E402
 
 from pipeline.params import EpisodesParams, FactsParams, read_params, section, seed  # noqa: E402
+from pipeline.problems import one_line  # noqa: E402
 
 STAGES = ("facts", "episodes", "validate")
 TARGETS = {
@@ -356,7 +357,7 @@ def main() -> None:
         try:
             scaled(params, total)
         except ValidationError as err:
-            parser.error(f"--episodes {total}: {err.errors()[0]['msg']}")
+            parser.error(f"--episodes {total}: {one_line(err)}")
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
     results = run(sizes, default, args.literal_seconds, args.out, args.keep, args.floor_row_groups, args.repeat)

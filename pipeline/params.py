@@ -19,6 +19,7 @@ from typing import Literal, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from pipeline.problems import dotted, one_line
 from pipeline.schema import SPLITS
 from pipeline.writer import MAX_SHARD_ROWS, MAX_SHARDS, ShardPlan, plan_shards, row_groups, shard_count
 
@@ -326,12 +327,7 @@ def section(data: dict, name: str, model: type[Section], path: Path = DEFAULT_PA
     try:
         return model.model_validate(data[name])
     except ValidationError as err:
-        problems = []
-        for e in err.errors():
-            key = ".".join(str(p) for p in (name, *e["loc"]))
-            got = "" if e["type"] == "missing" else f" (got {e.get('input')!r})"
-            problems.append(f"{key}: {e['msg']}{got}")
-        raise ParamsError(f"{path}: " + "; ".join(problems)) from None
+        raise ParamsError(f"{path}: " + one_line(err, lambda loc: dotted((name, *loc)))) from None
 
 
 def params_hash(*parts: object) -> str:

@@ -27,6 +27,7 @@ import uvicorn
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipeline.problems import Location, one_line
 from reward_api.nodelay import PROTOCOL
 from reward_api.source import dataset_folder
 from reward_api.store import DEFAULT_CACHE_MB, EpisodeStore, StoreError, sealed_message
@@ -98,13 +99,13 @@ def setting_errors(exc: ValidationError, flags: Collection[str]) -> str:
     """One line naming each bad setting as it was given (its flag, else its environment variable), what is wrong
     with it and the value given."""
 
-    def named(field: str) -> str:
+    def named(loc: Location) -> str:
+        if not loc:
+            return "settings"
+        field = str(loc[0])
         return f"--{field.replace('_', '-')}" if field in flags else f"{ENV_PREFIX}{field.upper()}"
 
-    return "; ".join(
-        f"{named(str(error['loc'][0])) if error['loc'] else 'settings'}: {error['msg']} (got {error['input']!r})"
-        for error in exc.errors()
-    )
+    return one_line(exc, named)
 
 
 def check_address(host: str, port: int) -> int:

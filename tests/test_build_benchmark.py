@@ -22,7 +22,7 @@ def test_a_size_too_small_for_the_shard_layout_is_refused_before_any_run(tmp_pat
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines()[-1].endswith(
-        "error: --episodes 3000: Value error, shard_multiple (8): validation: 58 rows make 1 row groups of 128, "
+        "error: --episodes 3000: shard_multiple (8): validation: 58 rows make 1 row groups of 128, "
         "too few for 8 shards (a multiple of 8)"
     )
     assert not out.exists() and "Traceback" not in done.stderr

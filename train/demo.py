@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pipeline.problems import Location, dotted, one_line
 from train.agents import model_agent, oracle
 from train.data import head, stream_episodes
 from train.evaluate import evaluate
@@ -45,7 +46,7 @@ class DemoParams(BaseModel):
     grpo_steps: int = Field(30, gt=0)
     grpo_learning_rate: float = Field(1e-3, gt=0)
     format_reward_weight: float = Field(
-        0.0, ge=0, description="Weight of the format reward in GRPO; 0 trains on the v1 reward alone"
+        0.0, ge=0, description="Weight of the format reward in GRPO; 0 trains on the reward alone"
     )
     num_generations: int = Field(8, ge=2)
     max_completion_length: int = Field(64, gt=0)
@@ -59,7 +60,7 @@ class DemoParams(BaseModel):
             try:
                 check()
             except ValidationError as err:
-                raise ValueError(f"the {what} it makes: {_said(err)}") from None
+                raise ValueError(f"the {what} it makes: {one_line(err)}") from None
         return self
 
     def tiny(self) -> Any:
@@ -74,15 +75,8 @@ class DemoParams(BaseModel):
         )
 
 
-def _said(err: ValidationError, flags: bool = False) -> str:
-    """A validation error in one line: each problem named by its field (a command-line flag with `flags`)."""
-    problems = []
-    for e in err.errors():
-        where = ".".join(map(str, e["loc"]))
-        where = f"--{where.replace('_', '-')}" if flags and where else where
-        got = f" (got {e['input']!r})" if flags and where else ""
-        problems.append(f"{where + ': ' if where else ''}{e['msg'].removeprefix('Value error, ')}{got}")
-    return "; ".join(problems)
+def _flag(loc: Location) -> str:
+    return f"--{dotted(loc).replace('_', '-')}" if loc else ""
 
 
 def sft(base: Path, rows: list[dict[str, Any]], params: DemoParams, out: Path) -> Path:
@@ -198,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # before any work: --build-data takes minutes
         params = DemoParams(**args)
     except ValidationError as err:
-        parser.error(_said(err, flags=True))
+        parser.error(one_line(err, _flag))
     import torch
 
     torch.set_num_threads(threads)
