@@ -270,7 +270,7 @@ def _other_versions(raw: bytes, model: type[M]) -> str | None:
 
 
 def _built_for(theirs: dict[str, object], ours: dict[str, object]) -> str | None:
-    """ "built for schema 2 / reward v1, this code is schema 1 / reward v1", or None when they are the same."""
+    """ "built for schema 2 / reward v2, this code is schema 1 / reward v2", or None when they are the same."""
     if theirs == ours:
         return None
 

@@ -26,6 +26,7 @@ from reward_api.models import (
     DocumentView,
     ResetBody,
 )
+from reward_api.scoring import REWARD_VERSION
 from reward_api.store import EpisodeNotFound, EpisodeStore
 from reward_api.tokens import TokenError, TokenSigner
 
@@ -152,7 +153,7 @@ class ContextCorruptionEnv(Environment[ContextCorruptionAction, ContextCorruptio
             name=ENV_NAME,
             description=(
                 "Answer a question from 8 retrieved documents, some deliberately corrupted: flag the corrupt ones "
-                "and submit an answer with a calibrated confidence. Reward v1 in [-0.2, 1.05]."
+                f"and submit an answer with a calibrated confidence. Reward {REWARD_VERSION} in [-0.2, 1.05]."
             ),
             version=self._backend.store.manifest.reward_version,
         )

@@ -1,4 +1,4 @@
-"""The episode as a pure state machine (README: Reward v1): the one place where actions and budget rules live.
+"""The episode as a pure state machine (README: Reward v2): the one place where actions and budget rules live.
 
 `/step` over HTTP and `/ws`, `/score` with an action trace, `/score/batch` and training's tool mode all
 go through `apply`/`play`, so a trace gets the same reward whichever way it arrives. Every action costs

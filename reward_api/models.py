@@ -55,7 +55,7 @@ PathId = Annotated[int, Path(ge=0, description="Global episode id"), BeforeValid
 
 
 class _MoveFields(BaseModel):
-    """The four actions of the game (README: Reward v1); each costs one budget."""
+    """The four actions of the game (README: Reward v2); each costs one budget."""
 
     action_type: ActionType = Field(description="read_doc, flag_suspicious, unflag_doc (need doc_id) or submit_answer")
     doc_id: DocId | None = None

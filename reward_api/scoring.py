@@ -1,4 +1,4 @@
-"""The reward, v1 (README: Reward v1): one pure function used by the server and by training.
+"""The reward (README: Reward v2): one pure function used by the server and by training.
 
 Deterministic, no model in the loop. A one-shot submission {answer, flagged_ids, confidence} is the
 action trace "flag each distinct id, then submit", so it costs len(set(flagged_ids)) + 1 budget.
@@ -150,7 +150,7 @@ def score_submission_key(answer: str, flagged_ids: Iterable[int], confidence: fl
 
 
 def reward_numbers() -> dict[str, float]:
-    """The v1 reward's numbers, read from the scoring module (its constants, else its function on a probe episode
+    """The reward's numbers, read from the scoring module (its constants, else its function on a probe episode
     with one corrupted document) so that a prompt cannot drift from the reward."""
     key = EpisodeKey(frozenset({"a"}), frozenset({0}), MAX_BUDGET)
     clean = score_key("a", frozenset({0}), 1.0, 0, key)  # the corrupted document flagged, no budget used

@@ -251,7 +251,7 @@ def _add_routes(app: FastAPI, backend: Backend) -> None:
 
     @app.post("/score", response_model=ScoreOut, tags=["Scoring"], summary="Score one submission or action trace")
     async def score(body: Annotated[ScoreIn, Body()]) -> Response:
-        """Reward v1 of a one-shot submission (the trace "flag each id, then submit") or of a whole trace."""
+        """The reward of a one-shot submission (the trace "flag each id, then submit") or of a whole trace."""
         return _json(_result(body.episode_id, _score_one(body, store.key(body.episode_id))))
 
     @app.post(

@@ -115,9 +115,9 @@ def write_actions(results: dict[str, dict], path: Path) -> Path:
 def write_learning(history: Sequence[dict], before: dict, after: dict, path: Path) -> Path:
     """Left: GRPO training reward per step; right: validation reward and its parts before and after GRPO."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
-    # The v1 reward alone (what validation measures), not the total that may include a weighted format reward.
+    # The reward alone (what validation measures), not the total that may include a weighted format reward.
     steps, reward = _series(history, "rewards/episode_reward/mean")
-    left.plot(steps, reward, color="C0", alpha=0.4, label="v1 reward per step")
+    left.plot(steps, reward, color="C0", alpha=0.4, label="reward per step")
     window = max(1, len(reward) // 10)
     smooth = [
         sum(reward[max(0, i - window + 1) : i + 1]) / len(reward[max(0, i - window + 1) : i + 1])

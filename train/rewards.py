@@ -110,7 +110,7 @@ def score_episode(
 def episode_reward(
     completions: list, answer: list, answer_aliases: list, corrupt_ids: list, max_budget: list, **kwargs: Any
 ) -> list[float]:
-    """The v1 reward of each one-shot completion; the breakdown's parts are logged as metrics when TRL allows."""
+    """The reward of each one-shot completion; the breakdown's parts are logged as metrics when TRL allows."""
     breakdowns = [
         score_episode(parse_completion(completion_text(c))[0], a, aliases, corrupt, budget)
         for c, a, aliases, corrupt, budget in zip(

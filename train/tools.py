@@ -1,6 +1,6 @@
 """Tool mode: an environment for TRL's `environment_factory`, one instance per rollout.
 
-Its public methods are the four actions of the game, README: Reward v1 (TRL turns their signatures and `Args:`
+Its public methods are the four actions of the game, README: Reward v2 (TRL turns their signatures and `Args:`
 docstrings into the tool schema); `reset(**row)` starts an episode from a dataset row and returns
 the observation; `breakdown` is the reward, which `train.rewards.environment_reward` hands to TRL
 with its parts logged (a `get_reward` method would be a second reward source, with no parts). The
