@@ -534,11 +534,11 @@ def _own_answers(out_dir: Path, answers_dir: Path) -> None:
     binds it: a build beside another (`--out X/b` next to a hidden X/a, both answered in X/answers, the default)
     deleted ground truth that only its build's key can make again."""
     try:
-        listed = load_manifest(answers_dir / MANIFEST_NAME, AnswersManifest, "")
+        listed = load_manifest(answers_dir / MANIFEST_NAME, AnswersManifest, "", any_version=True)
     except ManifestError:  # none, or an empty folder: nothing to keep (staging_all refuses files without one)
         return
     try:
-        bound = load_manifest(out_dir / MANIFEST_NAME, Manifest, "").answers_sha256
+        bound = load_manifest(out_dir / MANIFEST_NAME, Manifest, "", any_version=True).answers_sha256
     except ManifestError:
         bound = None
     if listed.shards and bound != file_sha256(answers_dir / MANIFEST_NAME):

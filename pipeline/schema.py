@@ -179,11 +179,6 @@ class Manifest(_Frozen):
         description="Facts read from the Hub: the repo (or local folder) and commit of each such source",
     )
 
-    def foreign_versions(self) -> str | None:
-        """ "built for schema S / reward R, this code is ..." when the build's versions are not this code's (its
-        invariants and reward would not be the ones it was built for), else None."""
-        return _built_for({"schema": self.schema_version, "reward": self.reward_version}, _OURS)
-
     def range_problems(self) -> list[str]:
         """What is wrong with the id ranges, which readers turn into a file and row by arithmetic alone.
 
@@ -231,11 +226,14 @@ class ManifestError(ValueError):
 M = TypeVar("M", Manifest, AnswersManifest)
 
 
-def load_manifest(path: Path, model: type[M], hint: str) -> M:
-    """`path` parsed as `model`; ManifestError says in one line why it cannot be, then `hint` (how to get one)."""
+def load_manifest(path: Path, model: type[M], hint: str, any_version: bool = False) -> M:
+    """`path` parsed as `model`; ManifestError says in one line why it cannot be, then `hint` (how to get one).
+    A manifest written for another schema or reward version is refused too: this code's invariants and reward are
+    not the ones it was built for. `any_version` takes it (asking only whether a build is there, to replace it)."""
     try:
         raw = path.read_bytes()
-        return model.model_validate_json(raw)
+        manifest = model.model_validate_json(raw)
+        problem = None if any_version else _built_for(_versions(manifest), _ours(model))
     except FileNotFoundError:
         problem = "missing"
     except OSError as err:  # a folder, unreadable, ...
@@ -246,6 +244,8 @@ def load_manifest(path: Path, model: type[M], hint: str) -> M:
         more = f" and {err.error_count() - 1} more" if err.error_count() > 1 else ""
         invalid = f"not a valid manifest ({f'{where}: ' if where else ''}{first['msg']}{more})"
         problem = _other_versions(raw, model) or invalid
+    if problem is None:
+        return manifest
     raise ManifestError(f"{path}: {problem}; {hint}")
 
 
@@ -262,11 +262,20 @@ def _other_versions(raw: bytes, model: type[M]) -> str | None:
         return None
     if not isinstance(found, dict):
         return None
-    ours = {name: value for name, value in _OURS.items() if f"{name}_version" in model.model_fields}
+    ours = _ours(model)
     theirs = {name: found.get(f"{name}_version", value) for name, value in ours.items()}
     if any(type(theirs[name]) is not type(value) for name, value in ours.items()):
         return None
     return _built_for(theirs, ours)
+
+
+def _ours(model: type[M]) -> dict[str, object]:
+    """This code's versions of what `model` records (an answers manifest has no reward version)."""
+    return {name: value for name, value in _OURS.items() if f"{name}_version" in model.model_fields}
+
+
+def _versions(manifest: Manifest | AnswersManifest) -> dict[str, object]:
+    return {name: getattr(manifest, f"{name}_version") for name in _ours(type(manifest))}
 
 
 def _built_for(theirs: dict[str, object], ours: dict[str, object]) -> str | None:

@@ -232,11 +232,7 @@ def shard_info(root: Path, plan: ShardPlan, row_group_rows: int) -> ShardInfo:
 def read_manifest(root: Path) -> Manifest:
     """The folder's manifest.json; ManifestError names the file when it is missing, unreadable, not valid, or
     written for another schema or reward version than this code's (whose invariants would not be its own)."""
-    path = Path(root) / MANIFEST_NAME
-    manifest = load_manifest(path, Manifest, "build the dataset (dvc repro episodes)")
-    if built := manifest.foreign_versions():
-        raise ManifestError(f"{path}: {built}; rebuild the dataset (dvc repro episodes)")
-    return manifest
+    return load_manifest(Path(root) / MANIFEST_NAME, Manifest, "build the dataset (dvc repro episodes)")
 
 
 def write_manifest(root: Path, manifest: Manifest | AnswersManifest) -> None:
@@ -342,7 +338,7 @@ def _replaceable(out_dir: Path, kind: Kind) -> Path:
     _writable(out_dir, _existing_above(target))  # the staging folder is made beside the target
     if target.is_dir() and any(target.iterdir()):
         try:
-            load_manifest(target / MANIFEST_NAME, kind, "")
+            load_manifest(target / MANIFEST_NAME, kind, "", any_version=True)
         except ManifestError:
             raise OutputError(
                 f"{out_dir}: holds files but no {MANIFEST_NAME} of a previous build of this kind, and the output "

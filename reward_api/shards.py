@@ -45,8 +45,6 @@ def _load(path: Path, model: type[M], hint: str) -> M:
 def read_manifest(root: Path) -> Manifest:
     path = root / MANIFEST_NAME
     manifest = _load(path, Manifest, f"is {root} a dataset folder built by `dvc repro`?")
-    if built := manifest.foreign_versions():
-        raise StoreError(f"{path}: {built}")
     problems = ["lists no shards: nothing to serve"] if not manifest.shards else manifest.range_problems()
     if problems:
         raise StoreError(f"{path}: " + "; ".join(problems))

@@ -267,15 +267,18 @@ def test_write_manifest_is_canonical(tmp_path):
 OLD_MANIFEST = AnswersManifest(params_hash="0" * 64, row_group_rows=1, shards=[]).model_dump_json()
 
 
-def _old_build(out: Path) -> None:
+def _old_build(out: Path, manifest: str = OLD_MANIFEST) -> None:
     out.mkdir()
     (out / "old.txt").write_text("old")
-    (out / MANIFEST_NAME).write_text(OLD_MANIFEST)
+    (out / MANIFEST_NAME).write_text(manifest)
 
 
-def test_staging_replaces_output_on_success(tmp_path):
+# A build by an earlier version of this code is a previous build too, though this code would not serve it.
+@pytest.mark.parametrize("manifest", [OLD_MANIFEST, OLD_MANIFEST.replace('"schema_version":1', '"schema_version":0')])
+def test_staging_replaces_output_on_success(tmp_path, manifest):
+    assert '"schema_version":1' in OLD_MANIFEST
     out = tmp_path / "episodes"
-    _old_build(out)
+    _old_build(out, manifest)
     with staging_all([(out, AnswersManifest)]) as (stage,):
         assert stage.parent == tmp_path and stage.name.startswith(".")
         (stage / "new.txt").write_text("new")
