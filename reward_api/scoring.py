@@ -172,10 +172,11 @@ def reward_rules() -> str:
     n = reward_numbers()
     return (
         f"Scoring (reward {REWARD_VERSION}): a correct answer earns {n['correct']:g} (case and punctuation do not "
-        f"matter). Flagging the corrupted documents earns up to {n['detection']:g}, in proportion to the share of "
-        f"them you flag. Flagging no clean document earns {n['allowance']:g}, and each clean document you flag takes "
-        f"{n['false_flag']:g} off that (never below 0). Confidence c earns {n['confidence_gain']:g} × c when the "
-        f"answer is correct and costs {n['confidence_loss']:g} × c when it is wrong. The share of the {MAX_BUDGET}-"
-        f"action budget left unused earns up to {n['efficiency']:g}: every action uses one unit, each flag and the "
+        f"matter, a decimal point between digits does). Flagging the corrupted documents earns up to "
+        f"{n['detection']:g}, in proportion to the share of them you flag. Flagging no clean document earns "
+        f"{n['allowance']:g}, and each clean document you flag takes {n['false_flag']:g} off that (never below 0). "
+        f"Confidence c earns {n['confidence_gain']:g} × c when the answer is correct and costs "
+        f"{n['confidence_loss']:g} × c when it is wrong. The share of the {MAX_BUDGET}-action budget left unused "
+        f"earns up to {n['efficiency']:g}: every action uses one unit, each flag and the "
         "submission included."
     )
