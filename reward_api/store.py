@@ -175,7 +175,13 @@ class EpisodeStore:
         self.key_index = KeyIndex([self._key_sources(shard) for shard in range(len(self.shards))])
         if preload_keys:
             self.key_index.start()
-        log.info("serving %d episodes from %d shards in %s", self.num_episodes, len(self.shards), self.root)
+        log.info(
+            "serving %s episodes from %d shards in %s (reward %s)",
+            f"{self.num_episodes:,}",
+            len(self.shards),
+            self.root,
+            self.manifest.reward_version,
+        )
 
     def _path(self, shard: int, answers: bool) -> Path:
         return (self.answers_root if answers else self.root) / self.shards[shard].path
