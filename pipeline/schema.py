@@ -233,7 +233,8 @@ def load_manifest(path: Path, model: type[M], hint: str, any_version: bool = Fal
     try:
         raw = path.read_bytes()
         manifest = model.model_validate_json(raw)
-        problem = None if any_version else _built_for(_versions(manifest), _ours(model))
+        ours = _ours(model)
+        problem = None if any_version else _built_for({n: getattr(manifest, f"{n}_version") for n in ours}, ours)
     except FileNotFoundError:
         problem = "missing"
     except OSError as err:  # a folder, unreadable, ...
@@ -272,10 +273,6 @@ def _other_versions(raw: bytes, model: type[M]) -> str | None:
 def _ours(model: type[M]) -> dict[str, object]:
     """This code's versions of what `model` records (an answers manifest has no reward version)."""
     return {name: value for name, value in _OURS.items() if f"{name}_version" in model.model_fields}
-
-
-def _versions(manifest: Manifest | AnswersManifest) -> dict[str, object]:
-    return {name: getattr(manifest, f"{name}_version") for name in _ours(type(manifest))}
 
 
 def _built_for(theirs: dict[str, object], ours: dict[str, object]) -> str | None:
