@@ -58,26 +58,23 @@ def _clean(errors: Any) -> Any:
     """Pydantic error lists without context objects or doc links; other details made JSON-safe."""
     if not isinstance(errors, list | tuple):
         return _json_safe(errors)
-    return [
-        {
-            "loc": [_json_safe(part) for part in e.get("loc", ())],
-            "msg": _message(e),
-            "type": e.get("type", ""),
-            "input": _json_safe(e.get("input")),
-        }
-        if isinstance(e, dict)
-        else _json_safe(e)
-        for e in errors
-    ]
+    return [_cleaned(e) if isinstance(e, dict) else _json_safe(e) for e in errors]
 
 
-def _message(error: dict) -> str:
-    """pydantic's message; for FastAPI's "JSON decode error", the decoder's reason, which it keeps in the context
-    the response drops."""
+def _cleaned(error: dict) -> dict:
+    """One error as the response gives it. FastAPI's "JSON decode error" is located ("body", position) with the
+    decoder's reason in the context the response drops ("Invalid control character at"): here it says the reason
+    and the position, located at "body" as pydantic's own parser (/score/batch) locates a syntax error."""
+    loc, message = tuple(error.get("loc", ())), error.get("msg", "")
     reason = (error.get("ctx") or {}).get("error")
-    if error.get("type") == "json_invalid" and reason:
-        return f"Invalid JSON: {reason}"
-    return error.get("msg", "")
+    if error.get("type") == "json_invalid" and reason and len(loc) == 2 and isinstance(loc[1], int):
+        loc, message = loc[:1], f"Invalid JSON: {reason.removesuffix(' at')} at character {loc[1]}"
+    return {
+        "loc": [_json_safe(part) for part in loc],
+        "msg": message,
+        "type": error.get("type", ""),
+        "input": _json_safe(error.get("input")),
+    }
 
 
 def body_errors(exc: ValidationError) -> RequestValidationError:

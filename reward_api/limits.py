@@ -12,9 +12,11 @@ from __future__ import annotations
 import codecs
 import json
 
+from openenv.core.env_server.mcp_types import WSMCPResponse
 from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
 from pydantic_core import from_json
 
+from reward_api.mcp import session_refusal
 from reward_api.models import ResetBody
 
 MAX_BODY_BYTES = 1 << 20
@@ -41,8 +43,11 @@ class BodySizeLimit:
         if declared is None and chunked is None:  # no body (a GET): nothing to count, no buffering
             await self.app(scope, receive, send)
             return
-        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            await self._refuse(send, f"Content-Length {declared.decode(errors='replace')}")
+        if declared is not None and not declared.isdigit():
+            await _answer(send, 400, f"Content-Length {declared.decode(errors='replace')} is not a number of bytes")
+            return
+        if declared is not None and int(declared) > self.limit:
+            await self._refuse(send, f"Content-Length {declared.decode()}")
             return
         chunks, size, more = [], 0, True
         while more:
@@ -191,15 +196,20 @@ def _refusal(text: str) -> str | None:
     """The error frame answering a text frame the session cannot take, or None.
 
     A reset's keys are checked here: OpenEnv passes each to the environment's reset as an argument beside its own
-    helpers' ("session_id", "func"), and those named alike broke the call with an error naming its internals."""
+    helpers' ("session_id", "func"), and those named alike broke the call with an error naming its internals. An MCP
+    call that names a session is answered as POST /mcp answers it (reward_api.mcp)."""
     try:
         value = from_json(text)
     except ValueError as exc:
         return _ws_error(f"Invalid JSON: {exc}")
     if not isinstance(value, dict):
         return _ws_error(NOT_AN_OBJECT)
-    data = value.get("data")
-    if value.get("type") == "reset" and isinstance(data, dict) and (unknown := sorted(set(data) - RESET_KEYS)):
+    kind, data = value.get("type"), value.get("data")
+    if not isinstance(data, dict):
+        return None
+    if kind == "reset" and (unknown := sorted(set(data) - RESET_KEYS)):
         message = f"reset takes {sorted(RESET_KEYS)}; unknown key(s) {unknown}"
         return _ws_error(message, WSErrorCode.VALIDATION_ERROR)
+    if kind == "mcp" and (error := session_refusal(data)) is not None:
+        return WSMCPResponse(data=error).model_dump_json()
     return None

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 from typing import Annotated
 
 import orjson
 from fastapi import Body, FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
 from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import ConcurrencyConfig, ResetResponse, StepResponse
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from reward_api.auth import BearerAuth, document_security
@@ -30,6 +31,7 @@ from reward_api.game import MoveError, play
 from reward_api.head import HeadAsGet
 from reward_api.keys import GroundTruthMissing
 from reward_api.limits import BodySizeLimit, JsonBodies, WebSocketObjects
+from reward_api.mcp import rpc_call, session_refusal
 from reward_api.models import (
     BatchIn,
     BatchOut,
@@ -54,7 +56,6 @@ MAX_SESSIONS = 256
 # Seconds without a message after which OpenEnv's reaper frees a session's slot (also CONTEXTCORRUPTION_SESSION_TIMEOUT
 # in reward_api.__main__, which repeats the default: importing this module there would import openenv too early).
 SESSION_TIMEOUT_S = 300.0
-SESSION_METHODS = "openenv/session/"
 # Its nested models are referenced as OpenAPI components (added to the spec by `_batch_components`).
 BATCH_SCHEMA = BatchIn.model_json_schema(ref_template="#/components/schemas/{model}")
 BATCH_DEFS = BATCH_SCHEMA.pop("$defs")
@@ -125,13 +126,20 @@ STEP_EXAMPLES = {
 
 def _replace_step(app: FastAPI) -> None:
     """OpenEnv's /step, its body closed (`StepBody`: an unknown key is a 422), documented with our actions (the
-    schema is at /schema, `action`)."""
+    schema is at /schema, `action`); an action's errors are located under body.action, as a body's are."""
     route = next(r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/step")
     app.router.routes.remove(route)
     forward = route.endpoint
 
     async def step(request: StepBody) -> StepResponse:
-        return await forward(request)
+        try:
+            return await forward(request)
+        except HTTPException as exc:  # OpenEnv's 422 for an action its model refuses, located inside the action
+            if exc.status_code != 422 or not isinstance(exc.detail, list):
+                raise
+            raise RequestValidationError(
+                [{**error, "loc": ("body", "action", *error.get("loc", ()))} for error in exc.detail]
+            ) from None
 
     app.add_api_route(
         "/step",
@@ -150,44 +158,20 @@ def _replace_step(app: FastAPI) -> None:
     )
 
 
-def _rpc_call(body: bytes) -> dict | None:
-    """The JSON-RPC request in a /mcp body as OpenEnv's handler reads it (json.loads: a stricter parser refused a
-    lone surrogate, "\\ud800", that json.loads takes, and the call went on to open a session); {} when it is no
-    object, which OpenEnv's handler refuses itself, and None when it is no JSON at all or holds a lone surrogate: no
-    Unicode text, it broke the reply that echoed it (an id, a method: a 500)."""
-    try:
-        call = json.loads(body)
-        json.dumps(call, ensure_ascii=False).encode()
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's limit
-        return None  # UnicodeEncodeError, a lone surrogate's, is a ValueError
-    return call if isinstance(call, dict) else {}
-
-
 def _refuse_mcp_sessions(app: FastAPI) -> None:
-    """OpenEnv's POST /mcp opens a session on `openenv/session/create` that holds one of the MAX_SESSIONS slots
-    until it is closed: 256 plain HTTP calls, no connection held, locked every /ws client out. Such sessions carry
-    MCP tools over HTTP; this environment has none (it plays over /ws, or /reset and /step), so every
-    openenv/session/* method is refused with a JSON-RPC error. Other methods reach OpenEnv's handler as before."""
+    """OpenEnv's POST /mcp, its session calls refused (reward_api.mcp); other calls reach OpenEnv's handler."""
     route = next(r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/mcp")
     app.router.routes.remove(route)
     forward = route.endpoint
 
     async def mcp_endpoint(request: Request) -> dict:
-        """OpenEnv's MCP JSON-RPC endpoint. This environment has no MCP tools (`tools/list` says so), and the
-        `openenv/session/*` methods are refused (-32601): play over /ws, or /reset and /step."""
-        call = _rpc_call(await request.body())
+        """OpenEnv's MCP JSON-RPC endpoint. This environment has no MCP tools (`tools/list` says so), and a call
+        that opens, closes or names a session is refused (-32601, -32602): play over /ws, or /reset and /step."""
+        call = rpc_call(await request.body())
         if call is None:  # answered here: what this check cannot read is never forwarded to open a session
             return JsonRpcResponse.error_response(JsonRpcErrorCode.PARSE_ERROR).model_dump()
-        method = call.get("method")
-        if not (isinstance(method, str) and method.startswith(SESSION_METHODS)):
-            return await forward(request)
-        request_id = call.get("id")
-        return JsonRpcResponse.error_response(
-            JsonRpcErrorCode.METHOD_NOT_FOUND,
-            f"{method} is not offered: this environment has no MCP tools, so it keeps no MCP sessions; play over /ws "
-            "(one session per connection) or /reset and /step with the state_token",
-            request_id=request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None,
-        ).model_dump()
+        refusal = session_refusal(call)
+        return await forward(request) if refusal is None else refusal
 
     app.add_api_route("/mcp", mcp_endpoint, methods=["POST"], tags=route.tags, summary="MCP JSON-RPC")
 

@@ -71,6 +71,41 @@ def test_http_session_methods_are_refused_and_hold_no_slot(backend, monkeypatch)
             assert exchange(ws, {"type": "reset", "data": {"episode_id": 3}})["type"] == "observation"
 
 
+def test_a_call_naming_a_session_is_refused_whatever_its_session_id(backend, monkeypatch):
+    """params.session_id reached OpenEnv's handler, which looked it up among the /ws sessions (another client's game
+    for a string; a list or an object broke it: a 500)."""
+    with small_server(backend, monkeypatch, slots=2) as url, httpx.Client(base_url=url, timeout=30) as http:
+        for request_id, session_id in enumerate((["abc"], {"a": 1}, "anything", 5)):
+            reply = rpc(http, request_id, "tools/call", name="x", session_id=session_id)
+            assert reply["id"] == request_id and reply["error"]["code"] == -32602, reply
+            assert reply["error"]["message"].startswith("params.session_id is not taken: this environment has no MCP")
+
+
+def mcp_frame(request_id: int, method: str, **params) -> dict:
+    return {"type": "mcp", "data": {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}}
+
+
+def test_a_ws_client_cannot_close_its_session_to_free_its_slot(backend, monkeypatch):
+    """Over /ws, openenv/session/create gave a client its session id and openenv/session/close took that session out
+    of the slots while its socket played on: one client past the limit per close. Over /ws too, every session method
+    and session_id is refused, the slot stays held and the game goes on; other calls reach OpenEnv as before."""
+    with small_server(backend, monkeypatch, slots=1) as url, connect(ws_url(url)) as ws:
+        assert exchange(ws, {"type": "reset", "data": {"episode_id": 3}})["type"] == "observation"
+        for request_id, method in enumerate(("openenv/session/create", "openenv/session/close")):
+            reply = exchange(ws, mcp_frame(request_id, method, session_id="anything"))
+            assert reply["type"] == "mcp" and reply["data"]["id"] == request_id, reply
+            assert reply["data"]["error"]["code"] == -32601
+            assert reply["data"]["error"]["message"].startswith(f"{method} is not offered: this environment has")
+        error = exchange(ws, mcp_frame(5, "tools/list", session_id=["x"]))["data"]["error"]
+        assert error["code"] == -32602 and error["message"].startswith("params.session_id is not taken")
+        assert exchange(ws, mcp_frame(6, "tools/list"))["data"]["error"]["message"] == (
+            "Environment does not support MCP"
+        )
+        assert first_reply(url, 4)["data"]["code"] == "CAPACITY_REACHED"
+        step = exchange(ws, {"type": "step", "data": {"action_type": "flag_suspicious", "doc_id": 2}})
+        assert step["type"] == "observation" and step["data"]["observation"]["flagged_ids"] == [2]
+
+
 @pytest.mark.parametrize(
     "params",
     ['{"x": "\\ud800"}', '{"x": ' + "[" * 5000 + "]" * 5000 + "}"],
