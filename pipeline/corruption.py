@@ -124,15 +124,16 @@ class Substitutes:
 
     @classmethod
     def of(cls, table: pl.DataFrame, facts: pl.DataFrame) -> Substitutes:
-        """`table`: value and group columns sorted by group then value; `facts`: group and value per fact."""
+        """`table`: value, group, value_key (`key_expr`) and read (`read_expr`) columns sorted by group then value;
+        `facts`: group and value per fact."""
         group = table["group"].to_numpy()
         start = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
         runs = table.with_row_index("at").group_by("group", "value").agg(first=pl.col("at").min(), count=pl.len())
         own = facts.join(runs, on=["group", "value"], how="left", maintain_order="left")
         return cls(
             values=table["value"],
-            keys=table.select(key_expr(pl.col("value"))).to_series().to_numpy(),
-            read=read_numbers(table["value"]),
+            keys=table["value_key"].to_numpy(),
+            read=table["read"].fill_null(np.nan).to_numpy(),
             start=start,
             size=np.diff(np.r_[start, len(group)]),
             own_first=own["first"].fill_null(0).to_numpy().astype(np.int64),
@@ -298,6 +299,7 @@ def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None
     whole = value // 10**decimals
     plain = (whole >= SEPARATED_FROM) & ~facts["answer"].str.contains(",", literal=True).to_numpy()
     own = pl.DataFrame({"group": group, "value": facts["answer"]})
+    cand = cand.with_columns(value_key=key_expr(pl.col("value")), read=read_expr(pl.col("value")))  # keyed once
     substitutes = Substitutes.of(cand, own)
     neighbours = Neighbours.of(substitutes)
     return Truths(
@@ -628,11 +630,16 @@ def _too_close(
     return close
 
 
-def read_numbers(values: pl.Series) -> np.ndarray:
+def read_expr(values: pl.Expr) -> pl.Expr:
     """The number a reader reads in each value: its first, thousands separators dropped ("about 1,200" is 1200.0);
-    NaN where it has none or its digits are no ASCII ones."""
+    null where it has none or its digits are no ASCII ones."""
     digits = values.str.replace_all(",", "", literal=True).str.extract(r"(\d+(?:\.\d+)?)")
-    return digits.cast(pl.Float64, strict=False).fill_null(np.nan).to_numpy()  # other scripts' digits: NaN
+    return digits.cast(pl.Float64, strict=False)  # other scripts' digits: null
+
+
+def read_numbers(values: pl.Series) -> np.ndarray:
+    """`read_expr` of each value, NaN where it reads none."""
+    return pl.select(read_expr(pl.lit(values))).to_series().fill_null(np.nan).to_numpy()
 
 
 def resolve(
