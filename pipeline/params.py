@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from ruamel.yaml import YAML, YAMLError
 
 from pipeline.problems import dotted, one_line
 from pipeline.schema import SPLITS
@@ -248,38 +248,19 @@ def stage_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML keeps the last of two equal keys without a word (`train: 1000000` then `train: 5` builds 5)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults` merges; the base class handles it
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                twice = key in seen  # as the mapping will hold them: 1 and true are one key
-            except TypeError:  # a list as a key: the base class names the problem
-                continue
-            if twice:
-                raise yaml.constructor.ConstructorError(
-                    "while reading a mapping", node.start_mark, f"found key {key!r} twice", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep)
-
-
 def read_params(path: Path = DEFAULT_PARAMS) -> dict:
-    """The params file as a mapping of its known sections; a key given twice or an unknown top-level key (a
+    """The params file as a mapping of its known sections, read as DVC reads it (ruamel.yaml's safe loader, YAML
+    1.2): PyYAML's YAML 1.1 read `train: 01000` as 512 and `1:30` as 90, so the build and `dvc params diff` told two
+    values. A key given twice (YAML loaders keep the last value without a word) or an unknown top-level key (a
     misspelt `sead:` would leave the seed missing, a stray `workers:` would be ignored) is refused."""
     try:
-        data = yaml.load(_read_text(path), Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as err:  # one line: where, and what PyYAML found wrong there
+        data = YAML(typ="safe").load(_read_text(path))
+    except YAMLError as err:  # one line: where, and what the parser found wrong there
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = " ".join(str(getattr(err, "problem", None) or err).split())
         raise ParamsError(f"{path}: not valid YAML{where}: {problem}") from err
-    except RecursionError:  # PyYAML composes nested nodes recursively
+    except RecursionError:  # nested nodes are composed recursively
         raise ParamsError(f"{path}: nested deeper than a params file can be") from None
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: expected a mapping at the top level")

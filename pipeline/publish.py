@@ -114,7 +114,7 @@ def _check_validated(folder: Path, metrics: Path) -> None:
         found = json.loads(metrics.read_text())
         bound, violations = found.get("manifest_sha256"), found["violations"]
         failed = sorted(name for name, count in violations.items() if count)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         raise PublishError(f"refusing to publish {folder}: {metrics} holds no validation results; {again}") from None
     if bound != file_sha256(folder / MANIFEST_NAME):
         which = "another build" if bound else "no build it names (no manifest_sha256)"

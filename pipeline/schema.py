@@ -259,7 +259,7 @@ def _other_versions(raw: bytes, model: type[M]) -> str | None:
     no other version's: that manifest is not valid."""
     try:
         found = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json.loads can read
         return None
     if not isinstance(found, dict):
         return None

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pipeline.params import DEFAULT_PARAMS, ParamsError, read_params, section
 from pipeline.schema import SPLITS
@@ -21,15 +21,6 @@ from pipeline.schema import SPLITS
 __all__ = ["LoraParams", "ParamsError", "TrainParams", "load_train_params", "world_size"]
 
 
-def _yaml_float(value: object) -> object:
-    """PyYAML (YAML 1.1) reads 5e-5, with no dot, as a string: say how to write it rather than "not a number"."""
-    if isinstance(value, str) and re.fullmatch(r"[-+]?[0-9]+[eE][-+]?[0-9]+", value):
-        dotted = re.sub(r"([0-9])([eE])", r"\1.0\2", value, count=1)
-        raise ValueError(f"YAML reads {value} (no dot) as a string, not a number: write {dotted}")
-    return value
-
-
-Float = Annotated[float, BeforeValidator(_yaml_float)]
 # The packages transformers looks for before it reports to each tracker (any one of them will do).
 TRACKER_PACKAGES = {"wandb": ("wandb",), "tensorboard": ("tensorboard", "tensorboardX"), "trackio": ("trackio",)}
 REPORT_TO = ("none", *TRACKER_PACKAGES)
@@ -46,7 +37,7 @@ class LoraParams(_Section):
 
     r: int = Field(16, gt=0)
     lora_alpha: int = Field(16, gt=0)
-    lora_dropout: Float = Field(0.0, ge=0.0, lt=1.0)
+    lora_dropout: float = Field(0.0, ge=0.0, lt=1.0)
     target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"], min_length=1)
 
     @field_validator("target_modules")
@@ -75,17 +66,17 @@ class TrainParams(_Section):
         4096, gt=0, description="Unsloth only: the context length (prompt + completion) it loads the model for"
     )
     lora: LoraParams = Field(default_factory=LoraParams)
-    learning_rate: Float = Field(5e-5, gt=0)
+    learning_rate: float = Field(5e-5, gt=0)
     num_generations: int = Field(8, ge=2)
     per_device_train_batch_size: int = Field(4, gt=0)
     gradient_accumulation_steps: int = Field(4, gt=0)
     max_completion_length: int = Field(512, gt=0)
     max_tool_calling_iterations: int = Field(12, gt=0, description="Tool mode: tool rounds per rollout")
-    temperature: Float = Field(1.0, gt=0)
+    temperature: float = Field(1.0, gt=0)
     logging_steps: int = Field(10, gt=0)
     save_steps: int = Field(50, gt=0)
     seed: int = Field(42, ge=0, lt=2**32, description="numpy's seed range (transformers seeds numpy too)")
-    format_reward_weight: Float = Field(
+    format_reward_weight: float = Field(
         0.0, ge=0.0, description="Weight of the format reward in the total; it is logged even at 0"
     )
 

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dvc.utils.serialize import parse_yaml
 
 from pipeline.params import (
     MAX_SYNTHETIC_ENTITIES,
@@ -106,20 +107,40 @@ def test_invalid_yaml_is_one_line_naming_the_place(tmp_path):
 
 
 def test_a_key_given_twice_is_refused_naming_it_and_its_place(tmp_path):
-    """PyYAML alone keeps the last value: this file would build 5 train episodes, not a million."""
+    """A YAML loader alone keeps the last value: this file would build 5 train episodes, not a million."""
     path = tmp_path / "params.yaml"
     path.write_text("seed: 1\nepisodes:\n  train: 1000000\n  train: 5\n")
     with pytest.raises(ParamsError) as caught:
         read_params(path)
-    assert str(caught.value) == f"{path}: not valid YAML at line 4, column 3: found key 'train' twice"
+    assert str(caught.value) == (
+        f'{path}: not valid YAML at line 4, column 3: found duplicate key "train" with value "5" (original value: '
+        '"1000000")'
+    )
     path.write_text("seed: 1\nseed: 2\n")
-    with pytest.raises(ParamsError, match="line 2, column 1: found key 'seed' twice"):
+    with pytest.raises(ParamsError, match='line 2, column 1: found duplicate key "seed"'):
         read_params(path)
     path.write_text("seed: 1\nfacts: &facts {hub_limit: 5}\nepisodes:\n  <<: *facts\n  train: 3\n")  # a merge key
     assert read_params(path)["episodes"] == {"hub_limit": 5, "train": 3}
-    path.write_text("seed: 1\nfacts:\n  ? [a, b]\n  : 1\n")
-    with pytest.raises(ParamsError, match="not valid YAML at line 3"):
-        read_params(path)
+    path.write_text("seed: 1\nfacts:\n  ? [a, b]\n  : 1\n")  # a list as a key: read as a tuple, as DVC reads it
+    with pytest.raises(ParamsError, match=r"facts\.\('a', 'b'\): Keys should be strings"):
+        check_pipeline(read_params(path), path)
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ("episodes: {train: 01000}", {"episodes": {"train": 1000}}),  # PyYAML: 512 (octal)
+        ("seed: 1:30", {"seed": "1:30"}),  # PyYAML: 90 (base 60); refused by the seed's check
+        ("episodes: {hidden_test: yes}", {"episodes": {"hidden_test": "yes"}}),  # PyYAML: True
+        ("episodes: {train: 0o17}", {"episodes": {"train": 15}}),  # PyYAML: the string "0o17"
+    ],
+)
+def test_params_are_read_as_dvc_reads_them(tmp_path, text, read):
+    """The build read these as YAML 1.1 while DVC, which records the params in dvc.lock and diffs them, reads YAML
+    1.2: `train: 01000` built 512 episodes where `dvc params diff` said 1000."""
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    assert read_params(path) == read == parse_yaml(text, str(path))
 
 
 def test_an_unknown_top_level_key_is_refused(tmp_path):

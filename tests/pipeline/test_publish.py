@@ -216,6 +216,11 @@ def _unvalidated(project: Path) -> None:
     (project / METRICS).unlink()
 
 
+def _metrics_nested_too_deep(project: Path) -> None:
+    """json.loads raised RecursionError on it: a traceback."""
+    (project / METRICS).write_text("[" * 100_000)
+
+
 def _rebuilt_since_validated(project: Path) -> None:
     """The episodes stage ran again (here: another seed in the manifest) and validate did not."""
     manifest = project / "data" / "episodes" / "manifest.json"
@@ -244,6 +249,7 @@ def _card_without_front_matter(project: Path) -> None:
     ("change", "refusal"),
     [
         (_unvalidated, f"{METRICS} holds no validation results; run `dvc repro validate`"),
+        (_metrics_nested_too_deep, f"{METRICS} holds no validation results; run `dvc repro validate`"),
         (_rebuilt_since_validated, f"{METRICS} is the validation of another build; run `dvc repro validate`"),
         (_failed_validation, f"it fails validation (answer_strict_plurality: see {METRICS}); rebuild it"),
         (_another_builds_card, "README.md's dataset_info differ from what manifest.json gives (another build's"),

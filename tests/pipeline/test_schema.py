@@ -52,3 +52,11 @@ def test_any_version_takes_a_build_of_another_version_to_replace_it(tmp_path):
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps({**DATASET, "reward_version": "v1"}))
     assert load_manifest(path, Manifest, "", any_version=True).reward_version == "v1"
+
+
+def test_a_manifest_nested_deeper_than_json_can_read_is_not_valid(tmp_path):
+    """Refused by pydantic, then read again with json.loads for its versions: a RecursionError (a traceback)."""
+    path = tmp_path / "manifest.json"
+    path.write_text("[" * 100_000)
+    with pytest.raises(ManifestError, match=r"manifest.json: not a valid manifest \(Invalid JSON: .*\); rebuild$"):
+        load_manifest(path, Manifest, "rebuild")
