@@ -24,15 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pipeline.problems import Location, dotted, one_line
 from train.agents import model_agent, oracle
-from train.data import head, stream_episodes
-from train.evaluate import evaluate
+from train.evaluate import evaluate, read_rows
 from train.prompts import episode_text, oneshot_prompt
 
 logger = logging.getLogger("train.demo")
 
 
 class DemoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     data: str = "data/episodes"
     train_rows: int = Field(1600, gt=0, description="Train episodes for the tokenizer and the warm start")
@@ -152,14 +151,13 @@ def grpo(model: Path, params: DemoParams, out: Path) -> Path:
     return out / "grpo"
 
 
-def run(params: DemoParams, out: Path) -> dict[str, Any]:
+def run(params: DemoParams, out: Path, train_rows: list[dict[str, Any]], eval_rows: list[dict[str, Any]]) -> dict:
+    """Warm start on `train_rows`, GRPO on the stream of params.data's train split; `eval_rows` scored before and
+    after GRPO."""
     from train.plots import write_learning
     from train.tiny import build_tiny
 
-    out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    train_rows = head(stream_episodes(params.data, "train"), params.train_rows)
-    eval_rows = head(stream_episodes(params.data, "validation"), params.eval_rows)
     tiny = params.tiny()
     texts = [episode_text(r["question"], r["documents"]) for r in train_rows] + oracle(train_rows)
     base = build_tiny(out / "base", texts, tiny)
@@ -193,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         params = DemoParams(**args)
     except ValidationError as err:
         parser.error(one_line(err, _flag))
+    if threads < 1:
+        parser.error(f"--threads must be >= 1, got {threads}")
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out {out}: a file, not a folder")
     import torch
 
     torch.set_num_threads(threads)
@@ -201,7 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         from train.demo_data import build_demo_dataset
 
         params = params.model_copy(update={"data": str(build_demo_dataset(out / "dataset"))})
-    report = run(params, out)
+    train_rows = read_rows(parser, params.data, "train", params.train_rows)
+    eval_rows = read_rows(parser, params.data, "validation", params.eval_rows)
+    out.mkdir(parents=True, exist_ok=True)
+    report = run(params, out, train_rows, eval_rows)
     before, after = (report["validation"][k]["reward"]["mean"] for k in ("after_sft", "after_grpo"))
     logger.info("validation reward %.4f -> %.4f in %.1f min; see %s", before, after, report["minutes"], out)
     return 0

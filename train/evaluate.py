@@ -94,15 +94,18 @@ def run_agents(args: argparse.Namespace, rows: Sequence[dict[str, Any]], models:
     return results
 
 
-def read_rows(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The episodes, read before any model loads: data that cannot be read is one line naming the flags, not a
-    traceback (datasets: no data files, a hidden split; OSError: a missing folder, a Hub it cannot reach)."""
+def read_rows(
+    parser: argparse.ArgumentParser, data: str, split: str, limit: int, revision: str | None = None
+) -> list[dict[str, Any]]:
+    """The first `limit` episodes, read before any model loads: data that cannot be read is one line naming the
+    flags, not a traceback (datasets: no data files, a hidden split; OSError: a missing folder, a Hub it cannot
+    reach)."""
     try:
-        return take_rows(args.data, args.split, args.limit, args.revision)
+        return take_rows(data, split, limit, revision)
     except (ValueError, OSError) as err:
-        revision = f", --revision {args.revision!r}" if args.revision else ""
+        revision = f", --revision {revision!r}" if revision else ""
         problem = " ".join(str(err).split())  # a library's message may span lines
-        parser.exit(2, f"error: --data {args.data!r}, --split {args.split!r}{revision}: {problem}\n")
+        parser.exit(2, f"error: --data {data!r}, --split {split!r}{revision}: {problem}\n")
 
 
 def _model_arg(value: str) -> tuple[str, str, None]:
@@ -171,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"--out {args.out}: a file, not a folder")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    rows = read_rows(parser, args)
+    rows = read_rows(parser, args.data, args.split, args.limit, args.revision)
     try:  # after the data is read: data that cannot be read leaves nothing behind
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as err:

@@ -58,6 +58,8 @@ def test_the_demo_trains_and_reports_before_and_after(tmp_path, episodes_dir):
         (["--vocab-size", "100"], "the model it makes: vocab_size: Input should be greater than 259"),
         (["--hidden-size", "6"], "the model it makes: hidden_size (6) must be a multiple of num_attention_heads (4)"),
         (["--max-completion-length", "5000"], "the GRPO it makes: max_completion_length (5000) must be less than"),
+        (["--sft-learning-rate", "inf"], "--sft-learning-rate: Input should be a finite number"),
+        (["--threads", "0"], "--threads must be >= 1, got 0"),  # torch's RuntimeError, once set
     ],
 )
 def test_a_bad_flag_is_refused_in_one_line_before_any_work(tmp_path, capsys, flags, refusal):
@@ -68,3 +70,18 @@ def test_a_bad_flag_is_refused_in_one_line_before_any_work(tmp_path, capsys, fla
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].startswith(f"python -m train.demo: error: {refusal}")
     assert not out.exists()
+
+
+def test_data_it_cannot_read_or_an_out_that_is_a_file_is_refused_in_one_line(tmp_path, capsys):
+    """Tracebacks: FileNotFoundError from `datasets` once the output folder was made, FileExistsError making it."""
+    out, missing = tmp_path / "demo", tmp_path / "no-such-episodes"
+    with pytest.raises(SystemExit) as exit_:
+        main(["--data", str(missing), "--out", str(out)])
+    assert exit_.value.code == 2 and not out.exists()
+    assert capsys.readouterr().err.startswith(f"error: --data {str(missing)!r}, --split 'train': ")
+    out.write_text("a file")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--out", str(out)])
+    assert exit_.value.code == 2
+    refusal = capsys.readouterr().err.splitlines()[-1]
+    assert refusal == f"python -m train.demo: error: --out {out}: a file, not a folder"
