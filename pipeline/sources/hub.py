@@ -80,10 +80,14 @@ class Location(NamedTuple):
     commit: str | None
 
 
-def _unreadable(source: str, path: str, err: Exception) -> HubSourceError:
+def _unreadable(source: str, path: str, err: Exception, folder: bool = False) -> HubSourceError:
+    """`folder`: the path is a local folder, which facts.hub_paths named: the key to mend."""
+    problem = f"{source} could not be read from {path!r} ({type(err).__name__}: {err})"
+    if folder:
+        return HubSourceError(f"facts.hub_paths.{source}: {problem}; name a folder holding a copy of its files")
     return HubSourceError(
-        f"facts.sources: {source} could not be read from {path!r} ({type(err).__name__}: {err}); it needs the "
-        "Hugging Face Hub or a local copy of the dataset: remove it from facts.sources to build offline"
+        f"facts.sources: {problem}; it needs the Hugging Face Hub or a local copy of the dataset: remove it from "
+        "facts.sources to build offline"
     )
 
 
@@ -99,12 +103,20 @@ def locate(source: str, path: str | None, revision: str | None) -> Location:
                 f"local folder {path!r}"
             )
         return Location(path, None)
-    path = path or DEFAULT_PATHS[source]
-    if revision is not None and _COMMIT.fullmatch(revision):
-        return Location(path, revision)
     # Imported here, as `datasets` is: the default build reads no Hub source.
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HFValidationError, HTTPError, RevisionNotFoundError
+    from huggingface_hub.utils import validate_repo_id
+
+    if path is None:
+        path = DEFAULT_PATHS[source]
+    else:
+        try:
+            validate_repo_id(path)
+        except HFValidationError:  # a mistyped folder: "could not be read from the Hub, build offline" misled
+            raise HubSourceError(f"facts.hub_paths.{source}: {path!r} is no folder, and no Hub dataset id") from None
+    if revision is not None and _COMMIT.fullmatch(revision):
+        return Location(path, revision)
 
     try:
         info = HfApi().dataset_info(path, revision=revision)
@@ -133,7 +145,7 @@ def _rows(source: str, where: Location, split: str, limit: int, columns: set[str
             path = snapshot_download(where.path, repo_type="dataset", revision=where.commit)
         rows = load_dataset(path, split=f"{split}[:{limit}]")
     except (HTTPError, OSError, ValueError) as err:
-        raise _unreadable(source, where.path, err) from err
+        raise _unreadable(source, where.path, err, folder=where.commit is None) from err
     missing = columns - set(rows.column_names)
     if missing:
         raise HubSourceError(

@@ -278,7 +278,7 @@ def test_the_stage_reads_a_hub_source_from_the_folder_its_params_name(hub_paths,
 def test_unreadable_or_misshapen_sources_name_the_problem(tmp_path, hub_paths):
     empty = tmp_path / "no data"
     empty.mkdir()
-    with pytest.raises(hub.HubSourceError, match=r"facts\.sources: popqa could not be read from .*no data"):
+    with pytest.raises(hub.HubSourceError, match=r"facts\.hub_paths\.popqa: popqa could not be read from .*no data"):
         hub.popqa(_local(str(empty)), limit=10)
     with pytest.raises(hub.HubSourceError, match=r"Unknown split"):
         hub.popqa(_local(hub_paths["nq_open"]), limit=10)
@@ -408,6 +408,15 @@ def test_a_revision_is_refused_for_a_local_folder_and_a_full_commit_needs_no_loo
     assert hub.locate("nq_open", "acme/nq_open", commit) == hub.Location("acme/nq_open", commit)
     with pytest.raises(hub.HubSourceError, match=r"facts\.hub_revisions\.nq_open: 'v1' names a Hub revision, but"):
         hub.locate("nq_open", hub_paths["nq_open"], "v1")
+
+
+def test_a_path_that_is_no_folder_and_no_hub_id_is_named_by_its_key(tmp_path):
+    """A mistyped folder was looked up on the Hub, and the message blamed facts.sources ("remove it ... to build
+    offline")."""
+    for path in (str(tmp_path / "no-such-copy"), "./copies/PopQA", "a/b/c"):
+        with pytest.raises(hub.HubSourceError) as err:
+            hub.locate("popqa", path, None)
+        assert str(err.value) == f"facts.hub_paths.popqa: {path!r} is no folder, and no Hub dataset id"
 
 
 # build_facts in a child process: huggingface_hub reads HF_ENDPOINT (the stand-in) when it is imported.
