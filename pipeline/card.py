@@ -1,8 +1,8 @@
 """The dataset card (README.md) that makes the episodes folder a Hub dataset (the project README: Build the dataset).
 
 Its YAML front matter maps each split to its shards and records their sizes (pipeline.frontmatter). The text is a
-pure function of the manifest and the shards: real examples are the first episode showing
-each corruption kind, and nothing depends on the clock or the machine.
+pure function of the manifest, the shards and the facts table's count per split: real examples are the first episode
+showing each corruption kind, and nothing depends on the clock or the machine.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import duckdb
 import pyarrow as pa
@@ -24,6 +25,7 @@ from pipeline.schema import (
     CARD_NAME,
     CORRUPTION_LEVELS,
     EPISODE_SCHEMA,
+    FICTIONAL_SOURCES,
     HIDDEN_COLUMNS,
     MAX_BUDGET,
     NUM_DOCS,
@@ -220,6 +222,40 @@ def _read_at(where: dict[str, str | None] | None) -> str:
     return f", read from `{where['path']}` at commit `{where['commit']}`"
 
 
+def limitations(manifest: Manifest, sources: Counter, facts: Mapping[str, int]) -> str:
+    """What the episodes do not test, or test with a shortcut: the section a user weighs before training on them.
+    `facts`: the facts of each split, which its episodes draw on (none given: that point is left out)."""
+    public = sum(sources.values())
+    fictional = sum(sources[name] for name in FICTIONAL_SOURCES) / public if public else 0.0
+    drawn = ", ".join(
+        f"{split}'s {rows:,} from {facts[split]:,} ({rows / facts[split]:,.1f} each)"
+        for split in SPLITS
+        for rows in [manifest.splits[split].num_rows]
+        if facts.get(split) and rows
+    )
+    points = [
+        "The documents are written from templates, not retrieved: outlets, titles, cited authorities and report "
+        "years are generated, and read like sources without being any.",
+        "The true answer is always the strict plurality of the documents' claims, so a vote over the claims answers "
+        "every episode without any knowledge of the world: the skill trained is cross-checking documents. No "
+        "episode has a wrong majority.",
+        f"{fictional:.1%} of the public episodes ask about fictional entities (the synthetic source), about which a "
+        "model knows nothing: they test cross-checking alone, not a model's prior knowledge against the documents "
+        "(ClashEval's setting), which only the real-world facts do.",
+        "A wrong claim about a real-world fact is another real fact's answer of the same relation, drawn from every "
+        "split: a held-out split's corrupt claims are often train answers while its true answers never are, so a "
+        "model that learned train's answers by heart can tell those corrupt documents apart without reading the "
+        "others. Fictional facts' wrong claims are drawn within their own split and have no such tell.",
+    ]
+    if drawn:
+        points.insert(
+            3,
+            f"Each split's episodes draw on its own facts, with replacement: {drawn}; a fact never appears in two "
+            "splits, so the held-out splits ask about other facts.",
+        )
+    return "## Limitations\n\n" + "".join(f"- {point}\n" for point in points) + "\n"
+
+
 def render_card(
     manifest: Manifest,
     tasks: Counter,
@@ -227,9 +263,10 @@ def render_card(
     examples: dict[str, dict],
     sizes: Mapping[str, int],
     audit: str = "",
+    facts: Mapping[str, int] = MappingProxyType({}),
 ) -> str:
-    """The whole card as text; `write_card` supplies the counts, examples and split sizes read from the shards, and
-    the generator's shortcut audit (a markdown section) when there is one."""
+    """The whole card as text; `write_card` supplies the counts, examples and split sizes read from the shards, the
+    generator's shortcut audit (a markdown section) when there is one, and the facts of each split."""
     licence = max((SOURCES.get(s, ("", "", "other"))[2] for s in sources), key=LICENCE_ORDER.index, default="other")
     total = sum(info.num_rows for info in manifest.splits.values())
     split_rows = [
@@ -257,8 +294,8 @@ def render_card(
 
 Episodes for training language models to resist misleading retrieved context. Each episode is a question
 with {NUM_DOCS} retrieved documents, 1 to 4 of them deliberately corrupted; the agent must answer correctly,
-flag the corrupt documents and state a calibrated confidence. Why it matters: on ClashEval (NeurIPS 2024)
-strong models adopt a wrong context over an answer they knew 31-63% of the time.
+flag the corrupt documents and state a calibrated confidence. Why it matters: on ClashEval (NeurIPS 2024,
+arXiv:2404.10198) strong models adopt a wrong context over an answer they knew 31-63% of the time.
 
 Every episode is a pure function of the build's seed, its facts and its id, and ids are drawn independently, so id
 order is already a random order: a stream read front to back needs no shuffle buffer.
@@ -288,8 +325,10 @@ Columns marked hidden hold the ground truth: give the agent only the visible one
 
 ## Corruption kinds
 
-The corrupt document of rank r gets the r-th kind (number, entity, inversion, coherent); a kind that cannot
-apply to a fact falls back deterministically, and `doc_corruption` records the kind really applied. A corrupt
+The corrupt documents of an episode are ranked in a random order (not by doc_id): the first gets a number
+corruption, the second an entity, the third an inversion and the fourth a coherent fabrication. A kind that cannot
+apply to a fact falls back deterministically (a number to an entity where the answer is no number, and the other
+way), and `doc_corruption` records the kind really applied. A corrupt
 document never asserts the true answer or an alias, and the true answer is always the strict plurality of
 `doc_claims`. First episode of this build showing each kind:
 
@@ -325,13 +364,14 @@ agent_view = episodes["train"].select_columns([{visible}])
 
 A stream abandoned part-way can abort Python as the program exits right after (`terminate called without an active
 exception`, or an ignored error from `Parquet._generate_tables`): a pyarrow bug (apache/arrow#45214) that `datasets`
-works around for pyarrow 24 and older only. Read a stream to its end, or close its iterator and collect it
-(`rows.close(); gc.collect()`) before the program's last work rather than as its last line.
+works around for pyarrow 24 and older only. Read a stream to its end, or iterate it by hand and close the iterator
+(`rows = iter(stream)` ... `rows.close(); gc.collect()`) before the program's last work rather than as its last
+line.
 
 `manifest.json` maps every id to its shard and row group (ids are contiguous per shard; row group =
 (id - shard first_id) // {manifest.row_group_rows}), so a server finds one episode by reading one row group.
 
-{audit.strip() + chr(10) * 2 if audit.strip() else ""}## Sources and licences
+{limitations(manifest, sources, facts)}{audit.strip() + chr(10) * 2 if audit.strip() else ""}## Sources and licences
 
 | source | facts | licence | episodes in this build |
 |---|---|---|---|
@@ -351,8 +391,17 @@ def _best_total() -> float:
     return 0.4 + 0.3 + 0.2 + 0.1 + 0.05 * (1 - 2 / MAX_BUDGET)
 
 
-def write_card(root: Path, manifest: Manifest, audit: str = "") -> None:
-    """README.md in the dataset folder, from the manifest and the shards already written there."""
+def facts_per_split(facts: pa.Table) -> dict[str, int]:
+    """How many facts of a facts table (FACT_SCHEMA) each split holds: what its episodes draw on."""
+    counts = facts.column("split").value_counts()
+    return {str(row["values"]): int(row["counts"]) for row in counts.to_pylist()}
+
+
+def write_card(
+    root: Path, manifest: Manifest, audit: str = "", facts: Mapping[str, int] = MappingProxyType({})
+) -> None:
+    """README.md in the dataset folder, from the manifest and the shards already written there, and the facts of
+    each split the build drew on (`facts_per_split`)."""
     tasks, sources, examples = _scan(Path(root), manifest)
-    card = render_card(manifest, tasks, sources, examples, split_bytes(root, manifest), audit)
+    card = render_card(manifest, tasks, sources, examples, split_bytes(root, manifest), audit, facts)
     write_text_atomic(Path(root) / CARD_NAME, card)

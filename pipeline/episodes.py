@@ -495,9 +495,9 @@ def build_episodes(
             hub_sources=_published_sources(facts.schema.metadata),
         )
         write_manifest(root, manifest)
-        from pipeline.card import write_card  # here, not at the top: workers import this module (duckdb, 0.1 s)
+        from pipeline.card import facts_per_split, write_card  # here: workers import this module (duckdb, 0.1 s)
 
-        write_card(root, manifest, audit)
+        write_card(root, manifest, audit, facts_per_split(facts))
     return manifest
 
 

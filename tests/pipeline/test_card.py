@@ -14,7 +14,8 @@ import yaml
 from datasets import load_dataset
 from test_writer import write_folder
 
-from pipeline.card import size_category, write_card
+from pipeline.card import facts_per_split, size_category, write_card
+from pipeline.episodes import read_facts
 from pipeline.schema import (
     CARD_NAME,
     CORRUPTION_LEVELS,
@@ -137,14 +138,15 @@ def test_load_dataset_streams_every_split(folder):
         assert ids == list(range(first, first + COUNTS[split]))
 
 
-def test_card_of_the_pipeline_dataset(dataset_dir, tmp_path):
-    """The episodes stage writes the card; it is reproducible from the manifest and shards, and loads."""
+def test_card_of_the_pipeline_dataset(dataset_dir, facts_dir, tmp_path):
+    """The episodes stage writes the card; it is reproducible from the manifest, the shards and the facts per split,
+    and loads."""
     text = (dataset_dir / CARD_NAME).read_text()
     assert all(f"**{kind}**: " in text for kind in CORRUPTION_LEVELS)
     root = tmp_path / "episodes"
     shutil.copytree(dataset_dir, root)
     manifest = Manifest.model_validate_json((root / MANIFEST_NAME).read_text())
-    write_card(root, manifest)
+    write_card(root, manifest, facts=facts_per_split(read_facts(facts_dir)[0]))
     assert (root / CARD_NAME).read_text() == text
     counts = {split: info.num_rows for split, info in manifest.splits.items()}
     loaded = load_dataset(str(dataset_dir), cache_dir=str(tmp_path / "cache"))
@@ -214,3 +216,17 @@ def test_the_card_states_the_highest_reachable_reward(folder):
     key = EpisodeKey(accepted_answers("Paris", []), frozenset({3}), MAX_BUDGET)
     best = score_key("Paris", frozenset({3}), 1.0, 2, key)["total"]
     assert f"the highest reachable is {best:.4f}:" in (folder / CARD_NAME).read_text()
+
+
+def test_the_card_states_its_limitations_with_this_builds_figures(dataset_dir, facts_dir):
+    """What a user weighs before training: the fictional share and each split's facts are this build's."""
+    limits = (dataset_dir / CARD_NAME).read_text().split("## Limitations\n\n")[1].split("\n\n")[0]
+    episodes = pl.read_parquet(dataset_dir / "data" / "*.parquet", columns=["split", "source", "fact_id"])
+    fictional = (episodes["source"] == "synthetic").mean()
+    assert f"- {fictional:.1%} of the public episodes ask about fictional entities" in limits
+    facts = pl.from_arrow(read_facts(facts_dir)[0])
+    for split in SPLITS:
+        asked, held = (frame.filter(pl.col("split") == split)["fact_id"] for frame in (episodes, facts))
+        assert set(asked) <= set(held)
+        assert f"{split}'s {len(asked):,} from {len(held):,} ({len(asked) / len(held):,.1f} each)" in limits
+    assert "always the strict plurality of the documents' claims" in limits
