@@ -70,10 +70,17 @@ def episode_ids(root: Path, split: str, episodes: int) -> np.ndarray:
     return np.arange(info.first_id, info.first_id + min(episodes, info.num_rows), dtype=np.int64)
 
 
+class ServerError(RuntimeError):
+    """The server refused or dropped a call of the run (a 401 without the token, a lost connection): it ends."""
+
+
 def _post(client: httpx.Client, path: str, body: dict) -> dict:
-    response = client.post(path, json=body)
+    try:
+        response = client.post(path, json=body)
+    except httpx.HTTPError as exc:
+        raise ServerError(f"POST {path} failed: {' '.join(str(exc).split())}") from None
     if response.status_code != 200:
-        raise RuntimeError(f"POST {path} answered {response.status_code}: {response.text[:500]}")
+        raise ServerError(f"POST {path} answered {response.status_code}: {' '.join(response.text[:500].split())}")
     return response.json()
 
 
@@ -106,7 +113,7 @@ def play(client: httpx.Client, ids: np.ndarray, hidden: dict[int, dict], seed: i
     plays["oracle"] = [oracle_submission(i, hidden[i]["answer"], hidden[i]["corrupt_ids"]) for i in ids.tolist()]
     scored = {agent: [r["breakdown"] for r in score_batch(client, subs)] for agent, subs in plays.items()}
     if scored["majority"] != [breakdown for _, breakdown in episodes]:
-        raise RuntimeError("/step and /score/batch disagree on the same submissions")
+        raise ServerError("/step and /score/batch disagree on the same submissions")
     return {agent: list(zip(plays[agent], scored[agent], strict=True)) for agent in AGENTS}
 
 
@@ -152,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         metrics = run(args.data, args.url, args.split, args.episodes, args.seed)
-    except StoreError as err:  # a missing or damaged dataset: the message names the file
+    except (StoreError, ServerError) as err:  # a missing or damaged dataset (the message names the file), a refusal
         raise SystemExit(f"baselines: {err}") from None
     args.out.parent.mkdir(parents=True, exist_ok=True)
     markdown = table(metrics)

@@ -14,11 +14,12 @@ Stdout carries exactly the lines OpenEnv evaluators read, one [START], a [STEP] 
     [STEP] step=<n> action=<action> reward=<0.00> done=<true|false> error=<msg|null>
     [END] success=<true|false> steps=<n> score=<score> rewards=<r1,r2,...>
 
-`score` is the episode's reward; `success` means it ended and reached the task's threshold from GET /tasks. A
-reply that is not a valid action, or an action the server refuses as invalid (422), is a [STEP] with its error and
-no budget spent; a model that has not submitted after the budget plus a few retries submits an empty answer, once.
-Any other refusal (403 when the server holds no answers for the split, 404, 409), and a model whose API fails after
-its client's retries (`action=none`, `error=model: ...`), is a [STEP] with its error followed by the episode's [END]
+`score` is the episode's reward (4 places, as the reward is rounded); `success` means it ended and reached the
+task's threshold from GET /tasks. A reply that is not a valid action (a value JSON has not, NaN, included), or an
+action the server refuses as invalid (422), is a [STEP] with its error and no budget spent; a model that has not
+submitted after the budget plus a few retries submits an empty answer, once. Any other refusal (403 when the server
+holds no answers for the split, 404, 409), and a model whose API fails after its client's retries or answers no
+reply (`action=none`, `error=model: ...`), is a [STEP] with its error followed by the episode's [END]
 with success=false; the run goes on with the next episode.
 """
 
@@ -98,6 +99,10 @@ def parse_action(reply: str) -> dict:
             problem = problem or f"unreadable JSON action: {_too_big()}"
             continue
         if isinstance(action, dict) and "action_type" in action:
+            try:  # as the request will carry it: json reads NaN, Infinity, 1e400 and lone surrogates, JSON has none
+                json.dumps(action, ensure_ascii=False, allow_nan=False).encode()
+            except ValueError:  # UnicodeEncodeError (a lone surrogate) is one
+                raise ValueError("the JSON action holds NaN, an infinity or a lone surrogate: no JSON value") from None
             return action
         problem = problem or "the JSON action has no action_type"
     raise ValueError(problem or "no JSON action in the reply")
@@ -141,9 +146,14 @@ def model_policy(client, model: str) -> Policy:
         messages.append({"role": "user", "content": describe(observation) if first else status})
         try:
             response = client.chat.completions.create(model=model, messages=messages, temperature=0.0, max_tokens=200)
-            reply = response.choices[0].message.content or ""
-        except (OpenAIError, IndexError) as exc:  # after the client's own retries; IndexError: no choices
+        except OpenAIError as exc:  # after the client's own retries
             raise ModelError(_one_line(f"{type(exc).__name__}: {exc}")) from None
+        try:  # a 200 that is no chat completion: no choices, an error object, a proxy's page
+            reply = response.choices[0].message.content or ""
+        except (IndexError, TypeError, AttributeError):
+            raise ModelError(_one_line(f"the API's answer holds no reply: {response!r}")) from None
+        if not isinstance(reply, str):
+            raise ModelError(_one_line(f"the reply is no text: {reply!r}"))
         messages.append({"role": "assistant", "content": reply})
         return reply
 
@@ -198,7 +208,8 @@ def _end(rewards: list[float], done: bool, threshold: float) -> float:
     score = rewards[-1] if rewards else 0.0
     listed = ",".join(f"{r:.2f}" for r in rewards)
     success = _flag(done and score >= threshold)
-    print(f"[END] success={success} steps={len(rewards)} score={score:.2f} rewards={listed}", flush=True)
+    # The score at the reward's precision: rounded to the thresholds' two places, 0.8875 read as 0.89, unsuccessful.
+    print(f"[END] success={success} steps={len(rewards)} score={score:.4f} rewards={listed}", flush=True)
     return score
 
 
@@ -246,6 +257,23 @@ def play_episode(env: httpx.Client, policy: Policy, reset: dict, threshold: floa
     return _end(rewards, observation["done"], threshold)
 
 
+def _server(env: httpx.Client, url: str) -> tuple[dict[str, float], str]:
+    """Each task's success threshold (GET /tasks) and the environment's name (GET /metadata); SystemExit saying what
+    is wrong: no server, a refusal (a 401 without the token, a 500), or something else answering."""
+    try:
+        thresholds = {t["name"]: t["success_threshold"] for t in env.get("/tasks").raise_for_status().json()}
+        return thresholds, env.get("/metadata").raise_for_status().json()["name"]
+    except httpx.HTTPStatusError as exc:
+        where = f"GET {exc.request.url.path}"
+        raise SystemExit(f"the reward server at {url} refused {where}: {_refusal(exc.response)}") from None
+    except httpx.HTTPError as exc:
+        raise SystemExit(
+            f"no reward server at {url} ({_one_line(str(exc))}); start one with python -m reward_api"
+        ) from None
+    except (ValueError, KeyError, TypeError):  # JSON of another shape, or none (another service's page)
+        raise SystemExit(f"{url} is no reward server: GET /tasks and /metadata do not answer as one does") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reward_api.inference", description=__doc__.splitlines()[0])
     parser.add_argument("--url", default=os.environ.get("ENV_URL", "http://127.0.0.1:7860"), help="reward server")
@@ -259,11 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--episodes must be >= 1 and --seed + --episodes - 1 in 0..{MAX_SEED} (got {args.seed})")
     model = "heuristic" if args.heuristic else os.environ.get("MODEL_NAME", DEFAULT_MODEL)
     with httpx.Client(base_url=args.url.rstrip("/"), timeout=120, headers=client_headers()) as env:
-        try:
-            thresholds = {t["name"]: t["success_threshold"] for t in env.get("/tasks").raise_for_status().json()}
-        except httpx.HTTPError as exc:
-            raise SystemExit(f"no reward server at {args.url} ({exc}); start one with python -m reward_api") from exc
-        env_name = env.get("/metadata").raise_for_status().json()["name"]
+        thresholds, env_name = _server(env, args.url)
         tasks = args.tasks.split(",") if args.tasks else list(thresholds)
         unknown = sorted(set(tasks) - set(thresholds))
         if unknown:

@@ -170,7 +170,7 @@ def test_a_refused_reset_ends_the_episode_with_no_step_and_the_run_goes_on(prote
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert [line.split(" env=")[0] for line in lines[::2]] == ["[START] task=easy"] * 2 + ["[START] task=hard"] * 2
-    assert lines[1::2] == ["[END] success=false steps=0 score=0.00 rewards="] * 4
+    assert lines[1::2] == ["[END] success=false steps=0 score=0.0000 rewards="] * 4
     reasons = captured.err.splitlines()
     assert len(reasons) == 4 and all(r.startswith("POST /reset {") and "Bearer" in r for r in reasons), reasons
 
@@ -182,3 +182,13 @@ def test_the_baselines_stage_sends_the_token_to_the_server_it_starts(served_dir,
     out = tmp_path / "baselines.json"
     assert baselines_main(["--data", str(served_dir), "--episodes", "8", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["episodes"] == 8
+
+
+def test_the_baselines_stage_refused_by_the_server_ends_in_one_line(served_dir, protected_url, monkeypatch, tmp_path):
+    """Without the token a protected server answers /reset with a 401: the stage ended in a RuntimeError traceback
+    through its thread pool."""
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    out = tmp_path / "baselines.json"
+    with pytest.raises(SystemExit) as exit_:
+        baselines_main(["--data", str(served_dir), "--url", protected_url, "--episodes", "4", "--out", str(out)])
+    assert str(exit_.value.code).startswith("baselines: POST /reset answered 401: ") and not out.exists()

@@ -27,7 +27,7 @@ from tests.reward_api.conftest import SECRET, serve, truth_key
 ROOT = Path(__file__).resolve().parents[2]
 START = re.compile(r"^\[START\] task=(\w+) env=(\S+) model=(\S+)$")
 STEP = re.compile(r"^\[STEP\] step=(\d+) action=(.+) reward=(-?\d+\.\d\d) done=(true|false) error=(.+)$")
-END = re.compile(r"^\[END\] success=(true|false) steps=(\d+) score=(-?\d+\.\d\d) rewards=((?:-?\d+\.\d\d,?)+)$")
+END = re.compile(r"^\[END\] success=(true|false) steps=(\d+) score=(-?\d+\.\d{4}) rewards=((?:-?\d+\.\d\d,?)+)$")
 
 
 class ChatStandIn:
@@ -42,6 +42,14 @@ class ChatStandIn:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 stand_in.requests.append((self.path, self.headers.get("authorization"), body))
                 content = stand_in.replies.pop(0)
+                if isinstance(content, bytes):  # a 200 that is no chat completion (an error object, a proxy's page)
+                    self.send_response(200)
+                    kind = "application/json" if content.startswith(b"{") else "text/html"
+                    self.send_header("content-type", kind)
+                    self.send_header("content-length", str(len(content)))
+                    self.end_headers()
+                    self.wfile.write(content)
+                    return
                 if isinstance(content, int):  # the API refuses (400: not retried by the client)
                     payload = json.dumps({"error": {"message": "overloaded", "type": "invalid_request"}}).encode()
                     self.send_response(content)
@@ -119,6 +127,10 @@ def test_parse_action_explains_bad_replies():
         ("{'a': 1}", "no JSON"),
         ('{"a": 1,}', "unreadable"),
         ('{"doc_id": 1}', "action_type"),
+        # json reads these, JSON has none: sending them raised in httpx and ended the whole run in a traceback
+        ('{"action_type": "submit_answer", "answer": "x", "confidence": NaN}', "NaN, an infinity or a lone"),
+        ('{"action_type": "read_doc", "doc_id": 1e400}', "NaN, an infinity or a lone surrogate"),
+        ('{"action_type": "submit_answer", "answer": "\\ud800", "confidence": 1}', "NaN, an infinity or a lone"),
     ]:
         with pytest.raises(ValueError, match=message):
             parse_action(reply)
@@ -161,7 +173,7 @@ def test_model_path_prints_the_evaluator_lines(base_url, backend, rows, monkeypa
     assert steps[3][2:] == (f"{expected:.2f}", "true", "null")
     success, count, score, rewards = END.match(out[-1]).groups()
     threshold = {t["name"]: t["success_threshold"] for t in httpx.get(f"{base_url}/tasks").json()}["medium"]
-    assert (success, count, score) == (str(expected >= threshold).lower(), "4", f"{expected:.2f}")
+    assert (success, count, score) == (str(expected >= threshold).lower(), "4", f"{expected:.4f}")
     assert rewards == f"0.00,0.00,0.00,{expected:.2f}"
     paths, auths, bodies = zip(*chat.requests, strict=True)
     assert set(paths) == {"/v1/chat/completions"} and set(auths) == {"Bearer hf_test_token"}
@@ -193,7 +205,70 @@ def test_a_failing_model_ends_its_episode_and_the_run_goes_on(base_url, monkeypa
     for failed, end in ((out[2], out[3]), (out[6], out[7])):
         action, error = STEP.match(failed).group(2, 5)
         assert action == "none" and error.startswith("model: ") and END.match(end).group(1) == "false"
-    assert "BadRequestError" in out[2] and "IndexError" in out[6]
+    assert "BadRequestError" in out[2] and "the API's answer holds no reply" in out[6]
+
+
+def test_a_reply_that_is_no_chat_completion_or_no_json_value_ends_no_run(base_url, monkeypatch, capsys):
+    """A 200 holding an error object or a proxy's page, and an action holding NaN, raised out of the run (a
+    TypeError, an AttributeError, httpx's ValueError): a [START] without its [END], every later episode skipped."""
+    nan = '{"action_type": "submit_answer", "answer": "x", "confidence": NaN}'
+    submit = json.dumps({"action_type": "submit_answer", "answer": "x", "confidence": 0.5})
+    replies = [nan, submit, b'{"error": {"message": "rate limited"}}', b"<html>busy</html>"]
+    argv = ["--url", base_url, "--tasks", "easy", "--split", "validation", "--episodes", "3"]
+    out, _ = played(monkeypatch, capsys, replies, argv)
+    assert [line.split(" ", 1)[0] for line in out] == ["[START]", "[STEP]", "[STEP]", "[END]"] + [
+        "[START]",
+        "[STEP]",
+        "[END]",
+    ] * 2
+    refusal = "the JSON action holds NaN, an infinity or a lone surrogate: no JSON value"
+    assert STEP.match(out[1]).group(2, 5) == ("invalid", refusal)
+    assert STEP.match(out[2]).group(2, 4) == ('submit_answer(answer="x",confidence=0.5)', "true")
+    for failed in (out[5], out[8]):
+        assert STEP.match(failed).group(2) == "none" and "model: the API's answer holds no reply" in failed
+
+
+NO_SERVER = "{url} is no reward server: GET /tasks and /metadata do not answer as one does"
+
+
+class PageStandIn:
+    """GET on 127.0.0.1 answering one status and body to every path: a server that is not a reward server."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(status)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        (500, b'{"detail": "tiers failed"}', "the reward server at {url} refused GET /tasks: tiers failed"),
+        (200, b"<html>another service</html>", NO_SERVER),
+        (200, b'[{"title": "x"}]', NO_SERVER),
+    ],
+    ids=["refused", "html", "other-json"],
+)
+def test_a_server_that_refuses_or_is_none_ends_the_run_in_one_line(status, body, message):
+    """A 500 said "no reward server at ..." over two lines; a 200 that was no JSON, a traceback."""
+    page = PageStandIn(status, body)
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            main(["--heuristic", "--url", page.url])
+    finally:
+        page.server.shutdown()
+        page.server.server_close()
+    assert str(exit_.value.code) == message.format(url=page.url)
 
 
 @pytest.mark.parametrize(
@@ -235,7 +310,7 @@ def test_heuristic_mode_needs_no_key(base_url):
         steps = [STEP.match(line) for line in out[begin + 1 : end - 1]]
         assert all(steps) and [s.group(5) for s in steps] == ["null"] * len(steps)
         success, count, score, rewards = END.match(out[end - 1]).groups()
-        assert int(count) == len(steps) and rewards.split(",")[-1] == score == steps[-1].group(3)
+        assert int(count) == len(steps) and rewards.split(",")[-1] == f"{float(score):.2f}" == steps[-1].group(3)
 
 
 @pytest.fixture(scope="module")
@@ -261,4 +336,4 @@ def test_a_refusal_that_asking_again_cannot_change_ends_the_episode_unsuccessful
         assert [s[4] for s in steps[:-1]] == ["null"] * (len(steps) - 1)  # flags are played, not scored
         assert steps[-1][1].startswith("submit_answer(") and steps[-1][3] == "false"
         assert steps[-1][4].startswith("ground truth of split test is not on this server")
-        assert END.match(out[end - 1]).groups()[:3] == ("false", str(len(steps)), "0.00")
+        assert END.match(out[end - 1]).groups()[:3] == ("false", str(len(steps)), "0.0000")
