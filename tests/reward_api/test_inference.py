@@ -30,10 +30,32 @@ STEP = re.compile(r"^\[STEP\] step=(\d+) action=(.+) reward=(-?\d+\.\d\d) done=(
 END = re.compile(r"^\[END\] success=(true|false) steps=(\d+) score=(-?\d+\.\d{4}) rewards=((?:-?\d+\.\d\d,?)+)$")
 
 
-class ChatStandIn:
-    """POST /v1/chat/completions on 127.0.0.1, answering scripted replies in order and recording requests."""
+def answer(handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str = "application/json") -> None:
+    handler.send_response(status)
+    handler.send_header("content-type", kind)
+    handler.send_header("content-length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
-    def __init__(self, replies: list[str]) -> None:
+
+class LoopbackStandIn:
+    """An HTTP server on 127.0.0.1 answering with `handler`, in a thread, until close()."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        handler.log_message = lambda *args: None
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class ChatStandIn(LoopbackStandIn):
+    """POST /v1/chat/completions, answering scripted replies in order and recording requests."""
+
+    def __init__(self, replies: list[str | bytes | int | None]) -> None:
         self.replies, self.requests = list(replies), []
         stand_in = self
 
@@ -43,55 +65,28 @@ class ChatStandIn:
                 stand_in.requests.append((self.path, self.headers.get("authorization"), body))
                 content = stand_in.replies.pop(0)
                 if isinstance(content, bytes):  # a 200 that is no chat completion (an error object, a proxy's page)
-                    self.send_response(200)
-                    kind = "application/json" if content.startswith(b"{") else "text/html"
-                    self.send_header("content-type", kind)
-                    self.send_header("content-length", str(len(content)))
-                    self.end_headers()
-                    self.wfile.write(content)
-                    return
-                if isinstance(content, int):  # the API refuses (400: not retried by the client)
-                    payload = json.dumps({"error": {"message": "overloaded", "type": "invalid_request"}}).encode()
-                    self.send_response(content)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                    return
-                payload = json.dumps(
-                    {
-                        "id": f"chatcmpl-{len(stand_in.requests)}",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body["model"],
-                        "choices": []  # None: an answer with no choice
-                        if content is None
-                        else [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": content},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                    answer(self, 200, content, "application/json" if content.startswith(b"{") else "text/html")
+                elif isinstance(content, int):  # the API refuses (400: not retried by the client)
+                    refusal = {"error": {"message": "overloaded", "type": "invalid_request"}}
+                    answer(self, content, json.dumps(refusal).encode())
+                else:
+                    answer(self, 200, json.dumps(completion(body["model"], len(stand_in.requests), content)).encode())
 
-            def log_message(self, *args):
-                pass
+        super().__init__(Handler)
+        self.url = f"{self.origin}/v1"
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def completion(model: str, number: int, content: str | None) -> dict:
+    """A chat completion holding `content` (None: no choice)."""
+    choices = [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]
+    return {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [] if content is None else choices,
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
 
 
 def lines_of(text: str) -> list[str]:
@@ -231,23 +226,15 @@ def test_a_reply_that_is_no_chat_completion_or_no_json_value_ends_no_run(base_ur
 NO_SERVER = "{url} is no reward server: GET /tasks and /metadata do not answer as one does"
 
 
-class PageStandIn:
-    """GET on 127.0.0.1 answering one status and body to every path: a server that is not a reward server."""
+class PageStandIn(LoopbackStandIn):
+    """GET answering one status and body to every path: a server that is not a reward server."""
 
     def __init__(self, status: int, body: bytes) -> None:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
-                self.send_response(status)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                answer(self, status, body, "text/html")
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(Handler)
 
 
 @pytest.mark.parametrize(
@@ -264,11 +251,10 @@ def test_a_server_that_refuses_or_is_none_ends_the_run_in_one_line(status, body,
     page = PageStandIn(status, body)
     try:
         with pytest.raises(SystemExit) as exit_:
-            main(["--heuristic", "--url", page.url])
+            main(["--heuristic", "--url", page.origin])
     finally:
-        page.server.shutdown()
-        page.server.server_close()
-    assert str(exit_.value.code) == message.format(url=page.url)
+        page.close()
+    assert str(exit_.value.code) == message.format(url=page.origin)
 
 
 @pytest.mark.parametrize(
