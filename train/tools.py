@@ -80,7 +80,8 @@ class ContextCorruptionEnv:
         """
         if not isinstance(answer, str):
             raise ValueError(f"answer must be a string, got {answer!r}")
-        if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        # An int past float's range (10**400) raised OverflowError converting: ruled out by its range first.
+        if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
             raise ValueError(f"confidence must be a number from 0 to 1, got {confidence!r}")
         return self._play(Move("submit_answer", None, answer, float(confidence)))
 

@@ -76,6 +76,7 @@ def test_unfinished_rollout_scores_as_empty_submission(env_row):
         ("submit_answer", {"answer": 1999, "confidence": 0.5}),
         ("submit_answer", {"answer": "x", "confidence": 1.5}),
         ("submit_answer", {"answer": "x", "confidence": "high"}),
+        ("submit_answer", {"answer": "x", "confidence": 10**400}),  # OverflowError converting it to a float
         ("submit_answer", {"answer": "x" * 1001, "confidence": 0.5}),  # the API's limit
         ("submit_answer", {"answer": "Paris\ud800", "confidence": 0.5}),  # the API refuses it; normalize dropped it
     ],
