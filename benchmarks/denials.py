@@ -25,7 +25,8 @@ YEAR = re.compile(r"(?:19|20)\d\d")
 
 
 def denied(content: str, claim: str, answer_type: str) -> str | None:
-    others = sorted({n.rstrip(",") for n in NUMBER.findall(content)} - {claim})
+    numbers = {n.rstrip(",") for n in NUMBER.findall(content)} - {claim}
+    others = sorted(numbers, key=lambda n: float(n.replace(",", "")))  # by value: as text, "2015" < "476"
     if answer_type == "year":
         return others[0] if others else None
     return next((n for n in others if not YEAR.fullmatch(n)), None)
