@@ -242,17 +242,18 @@ def limitations(manifest: Manifest, sources: Counter, facts: Mapping[str, int]) 
         f"{fictional:.1%} of the public episodes ask about fictional entities (the synthetic source), about which a "
         "model knows nothing: they test cross-checking alone, not a model's prior knowledge against the documents "
         "(ClashEval's setting), which only the real-world facts do.",
+    ]
+    if drawn:
+        points.append(
+            f"Each split's episodes draw on its own facts, with replacement: {drawn}; a fact never appears in two "
+            "splits, so the held-out splits ask about other facts."
+        )
+    points.append(
         "A wrong claim about a real-world fact is another real fact's answer of the same relation, drawn from every "
         "split: a held-out split's corrupt claims are often train answers while its true answers never are, so a "
         "model that learned train's answers by heart can tell those corrupt documents apart without reading the "
-        "others. Fictional facts' wrong claims are drawn within their own split and have no such tell.",
-    ]
-    if drawn:
-        points.insert(
-            3,
-            f"Each split's episodes draw on its own facts, with replacement: {drawn}; a fact never appears in two "
-            "splits, so the held-out splits ask about other facts.",
-        )
+        "others. Fictional facts' wrong claims are drawn within their own split and have no such tell."
+    )
     return "## Limitations\n\n" + "".join(f"- {point}\n" for point in points) + "\n"
 
 
@@ -262,8 +263,8 @@ def render_card(
     sources: Counter,
     examples: dict[str, dict],
     sizes: Mapping[str, int],
-    audit: str = "",
-    facts: Mapping[str, int] = MappingProxyType({}),
+    audit: str,
+    facts: Mapping[str, int],
 ) -> str:
     """The whole card as text; `write_card` supplies the counts, examples and split sizes read from the shards, the
     generator's shortcut audit (a markdown section) when there is one, and the facts of each split."""

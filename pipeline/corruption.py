@@ -116,7 +116,7 @@ class Substitutes:
 
     values: pl.Series
     keys: np.ndarray
-    read: np.ndarray  # the number a reader reads in each value (`read_numbers`), for the gap of wrong counts
+    read: np.ndarray  # the number a reader reads in each value (`read_expr`; NaN: none), for wrong counts' gap
     start: np.ndarray
     size: np.ndarray
     own_first: np.ndarray
@@ -491,7 +491,7 @@ def claims(
     exhausted: np.ndarray | bool = False,
 ) -> tuple[pl.Series, np.ndarray, np.ndarray, np.ndarray]:
     """One wrong-value attempt per item: values, their keys (`key_expr`), the kinds applied, and the number a reader
-    reads in each value (`read_numbers`; a near miss's own number).
+    reads in each value (`read_expr`; a near miss's own number).
 
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
@@ -609,7 +609,7 @@ def _format(
 def _too_close(
     t: Truths, rows: np.ndarray, number: np.ndarray, around: tuple[np.ndarray, np.ndarray], neighbour: np.ndarray
 ) -> np.ndarray:
-    """Per item: a wrong count (`number`, as `read_numbers` reads it) within MIN_COUNT_GAP of the count it stands
+    """Per item: a wrong count (`number`, as `read_expr` reads it) within MIN_COUNT_GAP of the count it stands
     against (`around`, by default the fact's true count; years and numbers below SEPARATED_FROM are exact). A
     neighbour, a true answer, stands against a number that may be the truth or may be another document's claim, so
     its test is the same whichever of the two is the truth: too close within MIN_COUNT_GAP of the bigger, or where
@@ -635,11 +635,6 @@ def read_expr(values: pl.Expr) -> pl.Expr:
     null where it has none or its digits are no ASCII ones."""
     digits = values.str.replace_all(",", "", literal=True).str.extract(r"(\d+(?:\.\d+)?)")
     return digits.cast(pl.Float64, strict=False)  # other scripts' digits: null
-
-
-def read_numbers(values: pl.Series) -> np.ndarray:
-    """`read_expr` of each value, NaN where it reads none."""
-    return pl.select(read_expr(pl.lit(values))).to_series().fill_null(np.nan).to_numpy()
 
 
 def resolve(
