@@ -6,6 +6,8 @@ capitalise a name that opens a sentence or a title.
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
+
 import periodictable
 import polars as pl
 
@@ -18,10 +20,12 @@ OTHER_SPELLINGS = {"aluminum": ["aluminium"], "cesium": ["caesium"], "sulfur": [
 
 def atomic_mass(mass: float) -> tuple[str, list[str]]:
     """Three decimals at most ('1.008', '4.003', '294'); the one- and two-decimal roundings that differ from it are
-    aliases ('1.01' and '1'; '4' once)."""
+    aliases ('1.01' and '1'; '4' once). Rounded half up from the decimal the table gives: the float 50.9415 lies below
+    its half, and vanadium's mass came out 50.941 where every table writes 50.942."""
 
     def fmt(places: int) -> str:
-        return f"{mass:.{places}f}".rstrip("0").rstrip(".")
+        rounded = Decimal(repr(mass)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+        return f"{rounded:f}".rstrip("0").rstrip(".")
 
     answer = fmt(3)
     return answer, [alias for alias in dict.fromkeys((fmt(2), fmt(1))) if alias != answer]

@@ -61,6 +61,7 @@ OTHER_CAPITALS = {
     "MS": ["Brades"],  # Plymouth, abandoned since 1997, is still the capital in law; Brades is the seat of government
     "US": ["Washington, D.C."],
     "PW": ["Ngerulmud"],  # the seat of government since 2006, in Melekeok State, whose village GeoNames lists
+    "BI": ["Bujumbura"],  # the economic capital by the law that made Gitega the political one (2019)
 }
 # Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted by its
 # code and its name.
@@ -81,6 +82,13 @@ GEONAMES_CURRENCY_NAMES = {"KHR": "Riel"}  # GeoNames' "Riels", accepted as "Rie
 OTHER_CURRENCY_NAMES = {  # besides CLDR's name and GeoNames'
     "CNY": ["Renminbi", "Yuan"],  # CLDR's "Chinese Yuan", GeoNames' "Yuan Renminbi"
     "GBP": ["Pound Sterling", "Sterling"],  # CLDR's "British Pound"
+    "USD": ["United States Dollar"],  # CLDR's "US Dollar"
+    "XOF": ["CFA Franc"],  # the name both CFA francs share in English text; each country uses one
+    "XAF": ["CFA Franc"],
+    "AED": ["UAE Dirham", "Emirati Dirham"],
+    "ILS": ["New Israeli Shekel", "Israeli Shekel"],  # CLDR's "Israeli New Shekel"
+    "BAM": ["Convertible Mark", "Bosnia and Herzegovina Convertible Mark"],
+    "ZWG": ["ZiG"],  # the name on its notes and in the news
 }
 # Where CLDR's English name is not the one English text uses (CLDR's "Kyrgystani Som" is a misspelling): the name
 # the answers use; CLDR's is accepted too.
@@ -109,6 +117,7 @@ COUNTRY_NAMES = {"TL": "Timor-Leste"}
 # country ("Korea", "Congo", "Great Britain" are left out).
 OTHER_COUNTRY_NAMES = {
     "CD": ["DR Congo", "DRC", "Congo-Kinshasa"],
+    "CG": ["Republic of Congo", "Congo-Brazzaville"],  # GeoNames' "Republic of the Congo"
     "CI": ["Côte d'Ivoire"],
     "CN": ["People's Republic of China", "PRC"],
     "CV": ["Cape Verde"],
@@ -124,6 +133,10 @@ OTHER_COUNTRY_NAMES = {
     "US": ["United States of America", "USA", "US"],
     "VN": ["Viet Nam"],
 }
+# A city of the United Kingdom is as truly in its nation (GeoNames' first-level division there): Glasgow, Scotland.
+UK_NATIONS = {"ENG": "England", "SCT": "Scotland", "WLS": "Wales", "NIR": "Northern Ireland"}
+# Country names that name something else too, written in questions so that one answer is meant (Georgia, the US state).
+QUESTION_NAMES = {"GE": "the country Georgia"}
 # GeoNames lists districts and neighbourhoods as populated places (Paris' arrondissements, Bucharest's sectors,
 # Brooklyn's Sunset Park, The Bronx, Moscow's Yasenevo, Tokyo's wards): a place within DISTRICT_KM of one of its
 # country's places with DISTRICT_RATIO times its people, or in the same province or state within METRO_KM per
@@ -230,7 +243,8 @@ def country_facts(
     `spellings` maps a name_key to the name the country's cities are listed under: the capital is written as its
     city is ("Bogotá", where the country list has "Bogota"), and its spelling without accents is accepted.
     `generic`: GeoNames' currency names that name no one currency, never accepted (generic_currency_names)."""
-    iso, where = country["iso"], in_sentence(country["name"].strip())
+    iso = country["iso"]
+    where = QUESTION_NAMES.get(iso) or in_sentence(country["name"].strip())
     capital = current_name(country["capital"].strip())
     capital = spellings.get(name_key(capital), capital)
     population = country["population"]
@@ -275,7 +289,8 @@ def city_facts(city: dict, name: str, country: str) -> list[tuple[str, str, str,
     if country.lower() not in name.lower() and not shared:
         written = in_sentence(country)
         others = OTHER_COUNTRY_NAMES.get(iso, [])  # "Côte d'Ivoire", and "Cote d'Ivoire" typed without the accent
-        aliases = [written] * (written != country) + others
+        nation = [UK_NATIONS[city["admin1code"]]] if iso == "GB" and city["admin1code"] in UK_NATIONS else []
+        aliases = [written] * (written != country) + others + nation
         facts.append(("city_country", f"In which country is {place}?", country, aliases, "place"))
     return facts
 

@@ -53,7 +53,18 @@ def test_british_spellings_of_element_names_are_accepted(facts):
 
 @pytest.mark.parametrize(
     ("mass", "answer", "aliases"),
-    [(1.008, "1.008", ["1.01", "1"]), (4.002602, "4.003", ["4"]), (294.0, "294", []), (6.94, "6.94", ["6.9"])],
+    [
+        (1.008, "1.008", ["1.01", "1"]),
+        (4.002602, "4.003", ["4"]),
+        (294.0, "294", []),
+        (6.94, "6.94", ["6.9"]),
+        # half up from the decimal the table gives: as floats these rounded down (50.941, 24.3, 55.84, 157.2, 173.04)
+        (50.9415, "50.942", ["50.94", "50.9"]),
+        (24.305, "24.305", ["24.31", "24.3"]),
+        (55.845, "55.845", ["55.85", "55.8"]),
+        (157.25, "157.25", ["157.3"]),
+        (173.045, "173.045", ["173.05", "173"]),
+    ],
 )
 def test_atomic_mass_rounding(mass, answer, aliases):
     assert elements.atomic_mass(mass) == (answer, aliases)

@@ -177,6 +177,13 @@ def test_contested_capitals_are_not_asked(facts):
         ("geonames:currency:IS", ["Icelandic Króna", "Icelandic Krona", "ISK"], "Danish Krone"),
         ("geonames:currency:TO", ["Tongan Paʻanga", "Tongan Pa'anga", "TOP"], "Samoan Tala"),
         ("geonames:capital:PW", ["Melekeok", "Ngerulmud"], "Koror"),  # Ngerulmud, in Melekeok State
+        ("geonames:capital:BI", ["Gitega", "Bujumbura"], "Ngozi"),
+        ("geonames:currency:US", ["US Dollar", "United States dollar", "USD"], "Dollar"),
+        ("geonames:currency:SN", ["West African CFA Franc", "CFA franc", "XOF"], "Central African CFA Franc"),
+        ("geonames:currency:CM", ["Central African CFA Franc", "CFA franc", "XAF"], "West African CFA Franc"),
+        ("geonames:currency:AE", ["United Arab Emirates Dirham", "UAE dirham", "Emirati dirham"], "Moroccan Dirham"),
+        ("geonames:currency:BA", ["Bosnia-Herzegovina Convertible Mark", "convertible mark"], "Euro"),
+        ("geonames:currency:ZW", ["Zimbabwean Gold", "ZiG", "ZWG", "US Dollar"], "Rand"),
     ],
 )
 def test_every_true_capital_continent_and_currency_is_accepted(facts, fact_id, answers, wrong):
@@ -284,6 +291,10 @@ def test_districts_and_neighbourhoods_are_not_asked_as_cities(facts):
         ("Brno", "Czechia", ["Czech Republic"]),
         ("Chicago", "United States", ["USA", "United States of America", "the United States"]),
         ("Mandalay", "Myanmar", ["Burma"]),
+        ("Brazzaville", "Republic of the Congo", ["Republic of Congo", "Congo-Brazzaville"]),
+        ("Glasgow", "United Kingdom", ["UK", "the United Kingdom", "Scotland"]),
+        ("Cardiff", "United Kingdom", ["Wales"]),
+        ("Wolverhampton", "United Kingdom", ["England"]),
     ],
 )
 def test_a_citys_country_scores_under_its_other_names(facts, city, country, names):
@@ -298,3 +309,10 @@ def test_places_of_a_few_people_are_left_out(facts):
     asked = {fact_id.rsplit(":", 1)[1] for fact_id in facts.filter(pl.col("relation") == "continent")["fact_id"]}
     assert not {"AQ", "BV", "GS", "HM", "PN", "TF", "UM"} & asked
     assert {"VA", "TK", "NU", "FK"} <= asked  # 921, 1,466, 2,166 and 2,638 people
+
+
+def test_a_country_name_that_names_something_else_too_is_asked_unambiguously(facts):
+    """ "What is the capital of Georgia?" is as much the US state's question (Atlanta)."""
+    questions = facts.filter(pl.col("fact_id").str.ends_with(":GE"))["question"].to_list()
+    assert len(questions) == 4 and all("the country Georgia" in question for question in questions), questions
+    assert "What is the capital of the country Georgia?" in questions
