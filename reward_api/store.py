@@ -210,7 +210,9 @@ class EpisodeStore:
             f"{name} {info.first_id}..{info.first_id + info.num_rows - 1}" if info.num_rows else f"{name} none"
             for name, info in self.manifest.splits.items()
         )
-        return f"no episode {episode_id}; ids are {ranges}"
+        digits = str(episode_id)  # up to 4,300 of them: echoed whole, a 404 ran to 4 KB
+        shown = digits if len(digits) <= 40 else f"{digits[:20]}...{digits[-20:]} ({len(digits):,} digits)"
+        return f"no episode {shown}; ids are {ranges}"
 
     def _open(self, shard: int, answers: bool) -> _Readers:
         """The file's readers, its footer parsed and checked against the manifest again (StoreError if it changed)."""

@@ -33,7 +33,7 @@ CASES = [
     ("post", "/reset", {"episode_id": "x1"}, 422, "non-negative"),
     ("post", "/reset", {"episode_id": "1" * 4301}, 422, "at most 4,300 digits, got 4,301"),
     ("post", "/reset", {"episode_id": "9" * 20}, 404, "no episode"),  # as the integer 99...9 is: not a 422
-    ("post", "/reset", {"episode_id": "9" * 4300}, 404, "no episode"),
+    ("post", "/reset", {"episode_id": "9" * 4300}, 404, f"no episode {'9' * 20}...{'9' * 20} (4,300 digits); ids"),
     ("post", "/reset", {"episode_id": 3, "split": "test"}, 404, "in split 'test': it is in split 'train'"),
     ("post", "/reset", {"episode_id": True}, 422, "valid integer"),
     ("post", "/reset", {"episode_id": 2.5}, 422, "valid integer"),
