@@ -28,6 +28,7 @@ from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.problems import Location, one_line
+from reward_api.heap import limit_malloc_arenas
 from reward_api.nodelay import PROTOCOL
 from reward_api.source import dataset_folder
 from reward_api.store import DEFAULT_CACHE_MB, EpisodeStore, StoreError, sealed_message
@@ -149,6 +150,7 @@ def open_store(settings: Settings, answers: Path | None, preload_keys: bool = Tr
     # Arrow's default pool (mimalloc) holds on to freed row-group buffers: under benchmarks/soak.py one worker
     # swung between 540 and 760 MB RSS; with the system allocator, 400-560 MB at the same throughput.
     pa.set_memory_pool(pa.system_memory_pool())
+    limit_malloc_arenas()
     return EpisodeStore(Path(settings.data), cache_mb=settings.cache_mb, preload_keys=preload_keys, answers=answers)
 
 
