@@ -15,10 +15,8 @@ def release_freed_memory() -> None:
     footer held in a cycle (`shards.id_problems` names one) would stay for good.
     """
     gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to trim
-        pass
+    if (libc := _glibc()) is not None:  # not glibc: nothing to trim
+        libc.malloc_trim(0)
 
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter
@@ -29,7 +27,14 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
     fragments grew the RSS in steps under long load (a thirty-minute soak at one worker: +13%, 17 MB of it at once
     near ten minutes; capped at 2, twelve minutes: +0.3%, at the same requests/s). Call it before the threads start.
     Whether the cap took: False where libc is not glibc."""
+    libc = _glibc()
+    return libc is not None and libc.mallopt(M_ARENA_MAX, arenas) == 1
+
+
+def _glibc() -> ctypes.CDLL | None:
+    """glibc, or None where the C library is another (one without malloc_trim and mallopt)."""
     try:
-        return ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, arenas) == 1
-    except (OSError, AttributeError):
-        return False
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+    return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
