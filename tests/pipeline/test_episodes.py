@@ -133,26 +133,20 @@ def test_a_split_without_facts_is_refused(facts, pools):
         prepare(facts, pools, "nowhere")
 
 
-def test_build_is_identical_for_one_and_two_workers(facts_dir, tmp_path):
+@pytest.mark.parametrize("variant", ["two-workers", "small-chunks"])
+def test_build_is_the_same_bytes_whatever_the_workers_or_chunks(variant, facts_dir, tmp_path, monkeypatch):
+    """A worker streams each shard to its file chunk by chunk: neither the workers nor the chunks change a byte."""
     one = build_episodes(facts_dir, tmp_path / "one", TINY, SEED)
-    two = build_episodes(facts_dir, tmp_path / "two", TINY.model_copy(update={"workers": 2}), SEED)
-    assert one == two
+    params = TINY.model_copy(update={"workers": 2}) if variant == "two-workers" else TINY
+    if variant == "small-chunks":
+        monkeypatch.setattr(episodes, "CHUNK_ROWS", 40)  # one 32-row group at a time: four chunks a shard
+    assert build_episodes(facts_dir, tmp_path / "two", params, SEED) == one
     assert sorted(s.path for s in one.shards) == sorted(
         p.relative_to(tmp_path / "one").as_posix() for p in (tmp_path / "one").glob("data/*.parquet")
     )
-    for shard in one.shards:
-        assert (tmp_path / "one" / shard.path).read_bytes() == (tmp_path / "two" / shard.path).read_bytes()
-    assert (tmp_path / "one" / "manifest.json").read_bytes() == (tmp_path / "two" / "manifest.json").read_bytes()
+    for name in [shard.path for shard in one.shards] + ["manifest.json"]:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
     assert list(one.splits) == list(SPLITS)
-
-
-def test_a_shard_generated_in_many_chunks_is_the_shard_generated_in_one(facts_dir, tmp_path, monkeypatch):
-    """A worker streams each shard to its file chunk by chunk: the chunks' size changes no byte."""
-    whole = build_episodes(facts_dir, tmp_path / "whole", TINY, SEED)
-    monkeypatch.setattr(episodes, "CHUNK_ROWS", 40)  # one 32-row group at a time: four chunks a shard
-    assert build_episodes(facts_dir, tmp_path / "chunked", TINY, SEED) == whole
-    for shard in whole.shards:
-        assert (tmp_path / "chunked" / shard.path).read_bytes() == (tmp_path / "whole" / shard.path).read_bytes()
 
 
 def test_stored_episodes_regenerate_from_code(dataset_dir, facts_dir):

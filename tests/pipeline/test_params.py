@@ -89,7 +89,8 @@ def test_bad_params_name_the_key(tmp_path, name, model, change, message):
 def test_the_largest_synthetic_world_is_accepted():
     """Every entity up to the limit gets a name (tests/pipeline/sources checks the limit against real pools)."""
     data = read_params(ROOT / "params.yaml")
-    assert section({"facts": {**data["facts"], "synthetic_entities": MAX_SYNTHETIC_ENTITIES}}, "facts", FactsParams)
+    facts = section({"facts": {**data["facts"], "synthetic_entities": MAX_SYNTHETIC_ENTITIES}}, "facts", FactsParams)
+    assert facts.synthetic_entities == MAX_SYNTHETIC_ENTITIES
 
 
 def test_good_tags_and_repo_ids_pass():

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -35,6 +34,18 @@ uvicorn.run(create_app(Settings(data=sys.argv[1])), host="127.0.0.1", port=busy.
 """
 
 
+class WaitedOn(threading.Event):
+    """An event that tells when a thread first waits on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waited = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waited.set()
+        return super().wait(timeout)
+
+
 @contextmanager
 def held(path: Path):
     """Hold the flock of `path`, as another process building that shard's views would."""
@@ -54,11 +65,12 @@ def test_background_threads_start_with_the_server_and_are_joined_at_shutdown(ser
     assert {t.name for t in set(threading.enumerate()) - before} <= {"answer-keys"}, "work started with the app"
     views = app.state.views
     views.folder.mkdir(parents=True)
+    views._stop = WaitedOn()  # the views thread waits on it between looks at the held locks
     with ExitStack() as locks:
         for index in range(len(store.shards)):  # every shard "being built elsewhere": the views thread waits
             locks.enter_context(held(views._file(index).with_suffix(".lock")))
         server, thread, _url = serve(app)
-        time.sleep(0.3)
+        assert views._stop.waited.wait(60), "the views thread never waited for the held locks"
         assert views.thread.is_alive() and not views.ready.is_set()
         server.should_exit = True
         thread.join(timeout=30)

@@ -75,12 +75,25 @@ def test_measuring_stops_when_asked_and_its_thread_is_joined(backend):
     assert background.thread is None and not background.future.done()
 
 
-def test_stopping_a_measurement_in_progress_ends_it_with_stopped(served_dir):
-    background = BackgroundTiers(EpisodeStore(served_dir, cache_mb=0, preload_keys=False))  # cold: ~1 s to measure
+def test_stopping_a_measurement_in_progress_ends_it_with_stopped(served_dir, monkeypatch):
+    store = EpisodeStore(served_dir, cache_mb=0, preload_keys=False)
+    background = BackgroundTiers(store)
+    third, view, calls = threading.Event(), store.view, []
+
+    def held_at_the_third(episode_id: int):
+        calls.append(episode_id)
+        if len(calls) == 3:
+            third.set()
+            assert background._stop.wait(60)  # until the stop: this episode is scored, the next is not begun
+        return view(episode_id)
+
+    monkeypatch.setattr(store, "view", held_at_the_third)
     background.start()
+    assert third.wait(60)
     background.stop()
-    assert not background.thread.is_alive()
-    assert isinstance(background.future.exception(timeout=0), Stopped)
+    assert not background.thread.is_alive() and len(calls) == 3
+    with pytest.raises(Stopped, match="^tier easy: stopped after 3 of "):
+        background.future.result(timeout=0)
 
 
 def test_a_tier_without_validation_episodes_falls_back_to_the_formula(facts_dir, tmp_path):

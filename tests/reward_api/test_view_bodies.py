@@ -53,7 +53,9 @@ def test_the_server_plays_games_from_its_views_cache(dataset_dir, rows, tmp_path
         with httpx.Client(base_url=url, timeout=30) as client:
             assert client.get("/tasks").status_code == 200  # its thresholds thread reads validation row groups
             groups = set(store._groups.items)
-            for episode_id in middle_ids(store)[::5]:
+            ids = middle_ids(store)[::5]
+            assert ids
+            for episode_id in ids:
                 reset = client.post("/reset", json={"episode_id": episode_id})
                 assert reset.status_code == 200, reset.text
                 token = reset.json()["observation"]["state_token"]

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from pipeline.schema import VISIBLE_COLUMNS
+from reward_api import views
 from reward_api.localserver import local_server
 from reward_api.store import EpisodeNotFound, EpisodeStore
 from reward_api.views import (
@@ -224,10 +225,31 @@ def test_two_builder_threads_build_each_shard_once(store, tmp_path):
     _assert_built_once(store, tmp_path, built)
 
 
-def test_closing_stops_a_build_without_leaving_files(store, cache):
+def test_a_cache_closed_before_it_starts_builds_nothing(store, cache):
     cache.close()
     cache.start().join(timeout=60)
     assert not cache.ready.is_set()
+    assert not files(cache.folder, "*.views") and not files(cache.folder, ".*.tmp")
+
+
+def test_closing_stops_a_build_in_progress_without_leaving_files(store, cache, monkeypatch):
+    """Shutdown while the first shard's views are half read: the build stops at its next row group."""
+    writing = threading.Event()
+    shard_bodies = views.shard_bodies
+
+    def held_after_one(path, stop):
+        for count, body in enumerate(shard_bodies(path, stop)):
+            if count == 1:
+                writing.set()
+                assert stop.wait(60)  # until the close: the rest of the row group, then _Stopped
+            yield body
+
+    monkeypatch.setattr(views, "shard_bodies", held_after_one)
+    thread = cache.start()
+    assert writing.wait(60)
+    assert len(files(cache.folder, ".*.tmp")) == 1
+    cache.close()
+    assert not thread.is_alive() and not cache.ready.is_set()
     assert not files(cache.folder, "*.views") and not files(cache.folder, ".*.tmp")
 
 

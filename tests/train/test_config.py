@@ -10,7 +10,8 @@ from types import ModuleType
 
 import pytest
 
-from train.config import ParamsError, TrainParams, load_train_params
+from pipeline.params import DEFAULT_PARAMS, read_params
+from train.config import ParamsError, load_train_params
 from train.grpo import main as grpo_main
 
 
@@ -33,7 +34,8 @@ def test_a_float_without_a_dot_is_a_number(tmp_path):
 
 
 def test_the_repository_params_file_is_valid():
-    assert isinstance(load_train_params(), TrainParams)
+    params = load_train_params()
+    assert params.model_dump(exclude_unset=True) == read_params(DEFAULT_PARAMS)["train"]
 
 
 @pytest.mark.parametrize(
@@ -138,7 +140,8 @@ def test_missing_section_and_file(tmp_path):
 
 def test_command_line_exits_2_naming_the_key_before_loading_a_model(write_params):
     path = write_params({"max_steps": 5, "per_device_train_batch_size": -1})
-    run = subprocess.run([sys.executable, "-m", "train.grpo", "--params", str(path)], capture_output=True, text=True)
+    cmd = [sys.executable, "-m", "train.grpo", "--params", str(path)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 2
     assert "train.per_device_train_batch_size: Input should be greater than 0" in run.stderr
     assert "Traceback" not in run.stderr

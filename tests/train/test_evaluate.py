@@ -150,16 +150,15 @@ def test_command_evaluates_the_demo_checkpoints_in_both_modes(tmp_path, episodes
 
 
 def test_command_refuses_what_it_cannot_run(tmp_path, episodes_dir, capsys):
-    with pytest.raises(SystemExit):
-        main(["--data", str(episodes_dir), "--mode", "tools", "--out", str(tmp_path)])
     for args, message in (
+        (["--mode", "tools"], "--mode tools: baselines write tool calls with a tokenizer"),
         (["--agents"], "nothing to evaluate"),
         (["--model", f"oracle={tmp_path}"], "repeated: ['oracle']"),
         (["--agents", "empty", "--model", f"a={tmp_path}", "--model", f"a={tmp_path}"], "repeated: ['a']"),
     ):
-        with pytest.raises(SystemExit):
+        with pytest.raises(SystemExit) as refused:
             main(["--data", str(episodes_dir), "--out", str(tmp_path / "out"), *args])
-        assert message in capsys.readouterr().err
+        assert refused.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # refused before writing anything
     with pytest.raises(SystemExit):
         main(["--data", str(episodes_dir), "--demo", str(tmp_path), "--out", str(tmp_path / "out")])
