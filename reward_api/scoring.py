@@ -63,8 +63,10 @@ def normalize(text: str) -> str:
 
 
 def accepted_answers(answer: str, aliases: Iterable[str] = ()) -> frozenset[str]:
-    """Normalized forms that count as correct; compute once per episode when scoring many submissions."""
-    return frozenset(normalize(a) for a in (answer, *aliases))
+    """Normalized forms that count as correct; compute once per episode when scoring many submissions. None is
+    empty: an alias of punctuation alone would make the empty answer (a rollout that stops, a budget run out)
+    correct."""
+    return frozenset(form for a in (answer, *aliases) if (form := normalize(a)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,6 +118,13 @@ def test_a_decimal_point_stays_and_other_points_go(text, normalized):
     assert normalize(text) == normalized
 
 
+def test_the_empty_answer_is_never_accepted():
+    """An alias of punctuation alone normalises to "": the empty submission of a stopped rollout scored +0.4."""
+    key = EpisodeKey.from_row("Paris", ["?", "..."], [1], MAX_BUDGET)
+    assert key.accepted == {"paris"}
+    assert score_key("", frozenset(), 0.0, 1, key)["answer_correctness"] == 0.0
+
+
 @pytest.mark.parametrize(
     ("change", "needle"),
     [
