@@ -44,6 +44,10 @@ CITED_SINCE = (
     | dict.fromkeys(("element_symbol", "atomic_number", "symbol_element", "atomic_mass"), 2017)
     | {"capital": 2023, "currency": 2024}
 )
+# Populations change year by year: GeoNames' are mostly 2018 estimates, true of their time and not of today (a country
+# growing 3% a year outgrows a near miss's 5-35% within a decade, and a corrupt document's figure could be the nearer
+# to today's). Their documents cite reports of the data's time, up to this year, never a 2026 yearbook.
+CITED_UNTIL = dict.fromkeys(("population", "city_population"), 2021)
 # Facts that changed after their relation's data, cited from the change on: Bulgaria's euro (2026), which
 # pipeline.sources.geonames.CHANGED_CURRENCIES puts in place of GeoNames' lev (a 2024 bulletin cannot quote it), the
 # Caribbean guilder of Curaçao and Sint Maarten (March 2025), and cities by names they took after 2019 (by
@@ -832,17 +836,20 @@ def topics(relation: pl.Series, names_answer: np.ndarray) -> tuple[np.ndarray, n
     return family, domain, label.fill_null(relation.str.replace_all("_", " "))
 
 
-def cited_since(facts: pl.DataFrame) -> np.ndarray:
-    """Per fact (relation, fact_id, question): the first year its documents may cite (CITED_SINCE_FACTS,
-    else CITED_SINCE, else FIRST_CITED_YEAR). By relation, not clause family: a city named like its country is still
+def cited_years(facts: pl.DataFrame) -> np.ndarray:
+    """Per fact (relation, fact_id, question): the first and the last year its documents may cite, shape (n, 2).
+    The first is CITED_SINCE_FACTS', else CITED_SINCE's, else FIRST_CITED_YEAR; the last CITED_UNTIL's, else
+    LAST_CITED_YEAR, never before the first. By relation, not clause family: a city named like its country is still
     real-world data of its time. A fact known only by its question (OPEN) is cited from the latest year its question
     names, up to LAST_CITED_YEAR: a 2009 yearbook cannot say who hosts the 2019 Super Bowl. Not its answer's: every
     document would then cite a report from after the true year, and a later year claimed would be the wrong one
     (`_years` bounds each document by its own years)."""
     by_relation = facts["relation"].replace_strict(CITED_SINCE, default=FIRST_CITED_YEAR, return_dtype=pl.Int64)
-    since = facts["fact_id"].replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64)
+    since = facts["fact_id"].replace_strict(CITED_SINCE_FACTS, default=by_relation, return_dtype=pl.Int64).to_numpy()
     named = np.minimum(_text_year(facts["question"]), LAST_CITED_YEAR)
-    return np.where((facts["relation"] == OPEN).to_numpy(), np.maximum(since.to_numpy(), named), since.to_numpy())
+    first = np.where((facts["relation"] == OPEN).to_numpy(), np.maximum(since, named), since)
+    last = facts["relation"].replace_strict(CITED_UNTIL, default=LAST_CITED_YEAR, return_dtype=pl.Int64).to_numpy()
+    return np.stack([first, np.maximum(first, last)], axis=1)
 
 
 ABOUT = ("s", "S", "sp", "Sp", "t", "T", "q", "label", "Label")  # the slots that name a fact's subject and relation
@@ -877,7 +884,7 @@ class Batch:
     decoy: pl.Series  # the value the claim sentence denies
     family: np.ndarray
     domain: np.ndarray
-    since: np.ndarray  # the first year it may cite (cited_since)
+    cited: np.ndarray  # the first and the last year it may cite (cited_years)
     u: np.ndarray
 
 
@@ -885,7 +892,7 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     """Titles and contents of every document of the batch."""
     u = batch.u
     source = _sources(u[:, U.SOURCE])
-    year = _years(u[:, U.YEAR], batch.since, batch.answer, batch.claim, batch.decoy, batch.family == OPEN_FAMILY)
+    year = _years(u[:, U.YEAR], batch.cited, batch.answer, batch.claim, batch.decoy, batch.family == OPEN_FAMILY)
     slots = {
         **{name: batch.about[name] for name in ABOUT},
         "v": batch.claim,
@@ -1084,15 +1091,15 @@ def _as_year(numbers: np.ndarray) -> np.ndarray:
 
 
 def _years(
-    u: np.ndarray, since: np.ndarray, answer: pl.Series, claim: pl.Series, decoy: pl.Series, wordy: np.ndarray
+    u: np.ndarray, cited: np.ndarray, answer: pl.Series, claim: pl.Series, decoy: pl.Series, wordy: np.ndarray
 ) -> np.ndarray:
     """A citation year per document that equals no value its episode names (the answer, every claim and every denied
     value, thousands separators aside: "2,020" is 2020 to a reader) while one is left: uniform over CITED_YEARS from
-    FIRST_CITED_YEAR, or from a later year `since` to LAST_CITED_YEAR.
+    FIRST_CITED_YEAR, or over the document's `cited` years (first, last: `cited_years`) where its first is later.
 
     Where the answer is a year, or (`wordy`: a fact known by its question) the document's claim or denied value
     names one ("August 21, 2017"), the cited report comes after both years the document names (a 2006 report cannot
-    state a 2007 founding): uniform over the other years from the later of them (and `since`) to LAST_CITED_YEAR,
+    state a 2007 founding): uniform over the other years from the later of them (and its first) to its last,
     never past it (a 2029 report in 2026 is impossible, and only corrupt documents, whose years come nearest to it,
     cited one; where every year up to it is named, the document names one of them). The exclusions are the
     episode's, the same for all its documents: were they a document's own, a claimed year cited by another document
@@ -1111,11 +1118,9 @@ def _years(
     rows = np.flatnonzero(wordy & (truth == 0))  # few: the years inside a text claim take a regular expression
     if len(rows):
         own[rows] = np.maximum(_text_year(claim.gather(rows)), _text_year(decoy.gather(rows)))
-    dated = own > 0
-    low = np.where(dated, np.minimum(np.maximum(since, own + 1), LAST_CITED_YEAR), since)
-    high = np.where(
-        dated | (truth > 0) | (since > FIRST_CITED_YEAR), LAST_CITED_YEAR, FIRST_CITED_YEAR + CITED_YEARS - 1
-    )
+    dated, (since, until) = own > 0, cited.T
+    low = np.where(dated, np.minimum(np.maximum(since, own + 1), until), since)
+    high = np.where(dated | (truth > 0) | (since > FIRST_CITED_YEAR), until, FIRST_CITED_YEAR + CITED_YEARS - 1)
     return _uniform_except(u, low, high, excluded)
 
 

@@ -109,7 +109,7 @@ class SplitFacts:
     truths: corruption.Truths
     family: np.ndarray
     domain: np.ndarray
-    since: np.ndarray
+    cited: np.ndarray
 
 
 def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
@@ -133,7 +133,7 @@ def prepare(facts: pa.Table, pools: Pools, split: str) -> SplitFacts:
         truths=corruption.truths(table, pools, public),
         family=family,
         domain=domain,
-        since=documents.cited_since(table),
+        cited=documents.cited_years(table),
     )
 
 
@@ -245,7 +245,7 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
             decoy=decoy,
             family=ctx.family[fact][episode],
             domain=ctx.domain[fact][episode],
-            since=ctx.since[fact][episode],
+            cited=ctx.cited[fact][episode],
             u=u,
         )
     )

@@ -39,11 +39,19 @@ SYNONYMOUS_JOBS = (
     ("Paediatric Nurse", "Children's Nurse"),
     ("Paramedic", "Ambulance Person"),
     ("Herbalist", "Phytotherapist"),
-    ("TEFL Teacher", "English as a Foreign Language Teacher"),
+    ("TEFL Teacher", "English as a Foreign Language Teacher", "English as a Second Language Teacher"),
     ("Applications Developer", "Applications Programmer"),
     ("Systems Developer", "Systems Programmer"),
+    ("Financial Controller", "Comptroller"),
+    ("Clothing/Textile Technologist", "Garment/Textile Technologist"),
 )
 _SAME_JOB = {title: group[0] for group in SYNONYMOUS_JOBS for title in group}
+# Faker's titles that name a field of other titles without sharing their words: an oncologist is a hospital doctor,
+# a wellsite geologist a geoscientist, a futures trader a financial trader, a barrister a lawyer. Left out, so that
+# no corrupt document calls an oncologist a hospital doctor and no clean one denies it.
+BROAD_JOBS = frozenset({"Hospital Doctor", "Geoscientist", "Financial Trader", "Lawyer"})
+# Faker's titles that list order cannot undo: "Teacher, early years/pre" would read "Early Years/Pre Teacher".
+_LISTED_JOBS = {"Teacher, early years/pre": "Early years teacher"}
 _MINOR_WORDS = frozenset({"a", "and", "as", "of"})  # the short words of Faker's job titles, lower case in title case
 _TITLE_SPLIT = re.compile(r"([ /])")
 
@@ -109,6 +117,7 @@ def as_written(name: str) -> str:
 def job_title(listed: str) -> str:
     """A Faker job as a title one writes: its list order undone ("Engineer, civil (consulting)" is a "Civil Engineer
     (consulting)", "Runner, broadcasting/film/video" a "Broadcasting/Film/Video Runner"), in title case."""
+    listed = _LISTED_JOBS.get(listed, listed)
     head, _, qualifier = listed.partition(", ")
     if qualifier.istitle() and " " not in qualifier:  # a place: "Solicitor, Scotland" is a "Solicitor (Scotland)"
         return title_cased(f"{head} ({qualifier})")
@@ -131,13 +140,13 @@ def title_cased(job: str) -> str:
 
 def specific_jobs(jobs: tuple[str, ...]) -> tuple[str, ...]:
     """The jobs no other job's words contain, the first of those with the same words or of one occupation
-    (SYNONYMOUS_JOBS): a claim of "Engineer" about an energy engineer, "Warden/ranger" about a ranger/warden or
-    "Podiatrist" about a chiropodist would be true, and no corrupt document may be."""
+    (SYNONYMOUS_JOBS), none of BROAD_JOBS: a claim of "Engineer" about an energy engineer, "Warden/ranger" about a
+    ranger/warden or "Podiatrist" about a chiropodist would be true, and no corrupt document may be."""
     words = [frozenset(_JOB_WORD.findall(_SAME_JOB.get(job, job).lower())) for job in jobs]
     seen: set[frozenset] = set()
     kept = []
     for job, own in zip(jobs, words, strict=True):
-        if own not in seen and not any(own < other for other in words):
+        if own not in seen and not any(own < other for other in words) and job not in BROAD_JOBS:
             kept.append(job)
         seen.add(own)
     return tuple(kept)

@@ -45,6 +45,9 @@ CONTINENTS = {
 DISSOLVED = frozenset({"AN", "CS"})  # Netherlands Antilles (dissolved 2010), Serbia and Montenegro (2006)
 # Capitals that other states do not recognise: "What is the capital of X?" has no one true answer.
 CONTESTED_CAPITALS = frozenset({"EH", "IL", "PS"})  # Western Sahara, Israel, Palestine
+# Territories that are one city and no state (GeoNames gives each itself as its capital): "What is the capital of Hong
+# Kong?" is no question a reader would answer.
+CITY_TERRITORIES = frozenset({"GI", "HK", "MO"})  # Gibraltar, Hong Kong, Macao
 # Countries with more than one capital (by constitution, or a branch of government seated elsewhere): each is true,
 # so each is accepted and none can be a corrupt document's claim.
 OTHER_CAPITALS = {
@@ -62,6 +65,15 @@ OTHER_CAPITALS = {
     "US": ["Washington, D.C."],
     "PW": ["Ngerulmud"],  # the seat of government since 2006, in Melekeok State, whose village GeoNames lists
     "BI": ["Bujumbura"],  # the economic capital by the law that made Gitega the political one (2019)
+}
+# Other names of a capital named like its country: "Luxembourg City" is Luxembourg's capital as "Kuwait City" is
+# Kuwait's, and "Kuwait" names it too.
+CAPITAL_NAMES = {
+    "DJ": ["Djibouti City"],
+    "KW": ["Kuwait"],
+    "LU": ["Luxembourg City"],
+    "MC": ["Monaco-Ville"],
+    "SM": ["City of San Marino"],
 }
 # Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted by its
 # code and its name.
@@ -97,6 +109,8 @@ CURRENCY_NAMES = {
     "BWP": "Botswana Pula",
     "GYD": "Guyanese Dollar",
     "KGS": "Kyrgyzstani Som",
+    "STN": "São Tomé and Príncipe Dobra",  # CLDR's "&" is a label's, not running text's
+    "TTD": "Trinidad and Tobago Dollar",
     "XCG": "Caribbean Guilder",
 }
 # Where "In which country is the city of X?" has more than one defensible answer, it is not asked: a dependency or
@@ -146,6 +160,8 @@ QUESTION_NAMES = {"GE": "the country Georgia"}
 # whole city's; Magdeburg's Neue Neustadt; Camayenne by Conakry): only the bigger is kept.
 DISTRICT_KM, DISTRICT_RATIO = 8.0, 3
 _REGION = re.compile(r" (County|Province|District|Prefecture|Governorate|Region|Municipality)$")
+# A name key without the word for "city" ("Bago City" is Bago to its readers, "Anyang-si" Anyang, "Nara-shi" Nara).
+_CITY_WORD = re.compile(r"(?<=...)(?:city|si|shi)$")
 METRO_KM, METRO_MAX_KM = 8.0, 25.0
 TWIN_KM = 3.0
 # Places of fewer people are left out (Antarctica, Bouvet Island, the French Southern Territories, Pitcairn): the
@@ -227,6 +243,34 @@ def name_key(name: str) -> str:
     return _NOT_WORD.sub("", folded)
 
 
+def shared_names(cities: dict[str, dict], keys: dict[str, str]) -> set[str]:
+    """The cities of `cities` (geonameid: city) whose name another of them takes but for its word for "city"
+    (_CITY_WORD): the bare name is ambiguous (Bago in Myanmar, for Bago City in the Philippines; Anyang in China, for
+    Anyang-si in Korea), and two within METRO_MAX_KM are one city listed twice (Iligan and Iligan City, Zhucheng and
+    Zhu Cheng City, each with its own population). "Quezon City" stays: Quezon is a town 800 km away."""
+    bare = {geonameid: _CITY_WORD.sub("", keys[geonameid]) for geonameid in cities}
+    by_bare: dict[str, list[str]] = {}
+    for geonameid, name in bare.items():
+        by_bare.setdefault(name, []).append(geonameid)
+
+    def near(a: dict, b: dict) -> bool:
+        return bool(_km(a["latitude"], a["longitude"], b["latitude"], b["longitude"]) < METRO_MAX_KM)
+
+    return {
+        geonameid
+        for geonameid in cities
+        for other in by_bare[bare[geonameid]]
+        if other != geonameid and (keys[geonameid] == bare[geonameid] or near(cities[geonameid], cities[other]))
+    }
+
+
+def _km(lat_a, lon_a, lat_b, lon_b):
+    """Haversine distance in km between points given in degrees (numbers or broadcasting arrays)."""
+    lat_a, lon_a, lat_b, lon_b = map(np.radians, (lat_a, lon_a, lat_b, lon_b))
+    half = np.sin((lat_a - lat_b) / 2) ** 2 + np.cos(lat_a) * np.cos(lat_b) * np.sin((lon_a - lon_b) / 2) ** 2
+    return 2 * 6371.0 * np.arcsin(np.sqrt(half))
+
+
 def generic_currency_names(countries: dict[str, dict]) -> frozenset[str]:
     """GeoNames' currency names shared by several currencies ("Dollar", "Franc", "Rial")."""
     codes: dict[str, set[str]] = {}
@@ -253,8 +297,9 @@ def country_facts(
     continent, other_continent = CONTINENTS[country["continentcode"]], OTHER_CONTINENTS.get(iso)
     question = f"On which continent {'are' if _PLURAL.search(where) else 'is'} {where}?"
     facts = [("continent", question, continent, [other_continent] * bool(other_continent), "place")]
-    if capital and iso not in CONTESTED_CAPITALS:
-        facts.append(("capital", f"What is the capital of {where}?", capital, OTHER_CAPITALS.get(iso, []), "place"))
+    if capital and iso not in CONTESTED_CAPITALS | CITY_TERRITORIES:
+        others = OTHER_CAPITALS.get(iso, []) + CAPITAL_NAMES.get(iso, [])
+        facts.append(("capital", f"What is the capital of {where}?", capital, others, "place"))
     if population > 0:
         question = f"What is the population of {where}?"
         facts.append(("population", question, quantity(population), quantity_aliases(population), "quantity"))
@@ -304,14 +349,9 @@ def districts(cities: list[dict]) -> set[str]:
     frame = pl.DataFrame(rows, schema=["id", "country", "admin1", "lat", "lon", "population"], orient="row")
     found = set()
     for (_,), group in frame.group_by("country"):
-        lat, lon = np.radians(group["lat"].to_numpy()), np.radians(group["lon"].to_numpy())
+        lat, lon = group["lat"].to_numpy(), group["lon"].to_numpy()
         population, admin1 = group["population"].to_numpy(), group["admin1"].to_numpy()
-        # haversine distance between every two places of the country, in km
-        half = (
-            np.sin((lat[:, None] - lat) / 2) ** 2
-            + np.cos(lat[:, None]) * np.cos(lat) * np.sin((lon[:, None] - lon) / 2) ** 2
-        )
-        km = 2 * 6371.0 * np.arcsin(np.sqrt(half))
+        km = _km(lat[:, None], lon[:, None], lat, lon)  # between every two places of the country
         metro = np.minimum(METRO_KM * np.sqrt(np.maximum(population, 1e6) / 1e6), METRO_MAX_KM)
         within = (km < DISTRICT_KM) | ((km < metro[None, :]) & (admin1[:, None] == admin1[None, :]))
         bigger = population[None, :] >= DISTRICT_RATIO * population[:, None]
@@ -347,15 +387,16 @@ def facts() -> pl.DataFrame:
 
     name_counts = Counter(keys.values())
     country_names = {name_key(c["name"]) for c in listed.values()}
-    parts = districts([city for city in cities.values() if city["population"] >= MIN_CITY_POPULATION])
+    large = {geonameid: city for geonameid, city in cities.items() if city["population"] >= MIN_CITY_POPULATION}
+    parts, shared = districts(list(large.values())), shared_names(large, keys)
     for geonameid, city in sorted(cities.items(), key=lambda item: int(item[0])):
         name, country, key = names[geonameid], countries.get(city["countrycode"]), keys[geonameid]
-        if city["population"] < MIN_CITY_POPULATION or name_counts[key] > 1 or key in country_names or not country:
+        if geonameid not in large or name_counts[key] > 1 or key in country_names or not country:
             continue
-        if geonameid in parts:  # a district of a bigger city
+        if geonameid in parts or geonameid in shared:  # a district of a bigger city; a name another city takes
             continue
-        if name[:1].isdigit() or _REGION.search(name):  # "6th of October City" would open sentences with a digit;
-            continue  # "Longling County", "Bandundu Province" are no cities
+        if name[:1].isdigit() or _REGION.search(name) or "," in name:  # "6th of October City" would open sentences
+            continue  # with a digit; "Longling County" is no city, "Mianzhu, Deyang, Sichuan" names its province
         for relation, question, answer, aliases, kind in city_facts(city, name, country_name(country["name"])):
             rows.add(f"{SOURCE}:{relation}:{geonameid}", relation, name, question, answer, aliases, kind)
     return rows.frame()

@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import documents
+from pipeline.corruption import MIN_COUNT_GAP
 from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
@@ -19,8 +20,8 @@ SEED = 99
 
 @pytest.fixture(scope="module")
 def docs(facts_dir) -> pl.DataFrame:
-    """One row per document of 4,000 episodes: episode_id, answer_type, its fact's relation and subject, title,
-    content, claim, corrupt."""
+    """One row per document of 4,000 episodes: episode_id, answer_type, answer, its fact's relation and subject,
+    title, content, claim, corrupt."""
     table = generate_episodes(
         pq.read_table(facts_dir / "facts.parquet"), build_pools(SEED), SEED, "train", np.arange(4000)
     )
@@ -30,7 +31,9 @@ def docs(facts_dir) -> pl.DataFrame:
             pl.from_arrow(pq.read_table(facts_dir / "facts.parquet")).select("fact_id", "relation", "subject"),
             on="fact_id",
         )
-        .select("episode_id", "answer_type", "relation", "subject", "documents", "doc_corruption", "doc_claims")
+        .select(
+            "episode_id", "answer_type", "answer", "relation", "subject", "documents", "doc_corruption", "doc_claims"
+        )
         .explode(["documents", "doc_corruption", "doc_claims"])
         .unnest("documents")
         .rename({"doc_claims": "claim"})
@@ -102,14 +105,8 @@ def test_no_single_document_cue_tells_corrupt_from_clean(docs):
     assert _auc(score[~train], corrupt[~train]) < 0.6
 
 
-def test_a_document_denies_a_number_near_the_one_it_asserts(docs):
-    """Inversions deny the true number and assert a true answer of the relation near it; every other document denies
-    such a neighbour of the number it asserts, so a denial reads like a real dispute (76 employees were once denied
-    where 88,400 work).
-
-    Neither the gap between the two numbers, its direction, which of the two is written more precisely, nor a digit
-    swap (once a tell: 1987 denied, 1978 asserted) marks a document as corrupt.
-    """
+def _asserted_and_denied(docs: pl.DataFrame) -> pl.DataFrame:
+    """The documents whose answer is a number, with the number each asserts and the one it denies."""
     number = r"\d[\d,]*(?:\.\d+)?"
     read = pl.element().str.replace_all(",", "").cast(pl.Float64)
     numbers = docs.filter(pl.col("answer_type").is_in(["year", "quantity"])).with_columns(
@@ -118,7 +115,30 @@ def test_a_document_denies_a_number_near_the_one_it_asserts(docs):
     )
     numbers = numbers.with_columns(denied=pl.col("named").list.set_difference(pl.concat_list("asserted")))
     assert (numbers["denied"].list.len() == 1).all()
-    asserted, denied = numbers["asserted"].to_numpy(), numbers["denied"].list.first().to_numpy()
+    return numbers.with_columns(pl.col("denied").list.first())
+
+
+def test_no_document_but_an_inversion_denies_a_count_near_the_truth(docs):
+    """A corrupt document denying 361,702 residents where 355,657 live denied the truth in all but name, as no clean
+    document's denial did: every wrong count keeps MIN_COUNT_GAP from the truth, denied as claimed."""
+    truth = pl.col("answer").str.replace_all(",", "").cast(pl.Float64)
+    counts = _asserted_and_denied(docs).filter(
+        (pl.col("answer_type") == "quantity") & (pl.col("doc_corruption") != "inversion") & (truth >= 1000)
+    )
+    near = counts.filter((pl.col("denied") - truth).abs() < MIN_COUNT_GAP * truth)
+    assert counts["corrupt"].sum() > 100 and near.height == 0, near.select("answer", "claim", "denied").head()
+
+
+def test_a_document_denies_a_number_near_the_one_it_asserts(docs):
+    """Inversions deny the true number and assert a true answer of the relation near it; every other document denies
+    such a neighbour of the number it asserts, so a denial reads like a real dispute (76 employees were once denied
+    where 88,400 work).
+
+    Neither the gap between the two numbers, its direction, which of the two is written more precisely, nor a digit
+    swap (once a tell: 1987 denied, 1978 asserted) marks a document as corrupt.
+    """
+    numbers = _asserted_and_denied(docs)
+    asserted, denied = numbers["asserted"].to_numpy(), numbers["denied"].to_numpy()
     year, corrupt = (numbers["answer_type"] == "year").to_numpy(), numbers["corrupt"].to_numpy()
     assert min((year & corrupt).sum(), (~year & corrupt).sum()) > 50
     gap = np.where(year, denied - asserted, np.log(np.maximum(denied, 0.5) / np.maximum(asserted, 0.5)))
@@ -130,7 +150,7 @@ def test_a_document_denies_a_number_near_the_one_it_asserts(docs):
     for kind in (year, ~year):
         for cue in (np.abs(gap), gap, finer):
             assert 0.4 < _auc(cue[kind], corrupt[kind]) < 0.6
-    text = numbers.select(pl.col("denied").list.first().cast(pl.Int64).cast(pl.String), "claim").rows()
+    text = numbers.select(pl.col("denied").cast(pl.Int64).cast(pl.String), "claim").rows()
     swapped = np.array([a != b and sorted(a) == sorted(b) for a, b in text]) & year
     assert swapped[corrupt].mean() < 0.1 and swapped[~corrupt].mean() < 0.1
 
@@ -228,9 +248,9 @@ def _rendered(
             decoy=pl.Series([decoy] * n),
             family=family,
             domain=domain,
-            since=documents.cited_since(
+            cited=documents.cited_years(
                 pl.DataFrame({"relation": relation, "fact_id": fact_id, "question": "Q?", "answer": claim})
-            ).repeat(n),
+            ).repeat(n, axis=0),
             u=np.random.default_rng(5).random((n, len(documents.U))),
         )
     )
@@ -341,12 +361,14 @@ def test_a_year_is_cited_from_a_report_after_every_year_the_document_names(answe
     "relation", ["currency", "capital", "population", "city_country", "symbol_element", "employer", "occupation"]
 )
 def test_a_real_world_fact_is_cited_from_its_datas_time_on(relation):
-    """Estonia's euro (2011) is not quoted from a 1994 bulletin: the real-world relations (CITED_SINCE) cite their
-    years to LAST_CITED_YEAR, the fictional ones FIRST_CITED_YEAR's CITED_YEARS."""
+    """Estonia's euro (2011) is not quoted from a 1994 bulletin, nor a 2018 population from a 2026 yearbook: the
+    real-world relations cite their years (CITED_SINCE to CITED_UNTIL, else LAST_CITED_YEAR), the fictional ones
+    FIRST_CITED_YEAR's CITED_YEARS."""
     texts = _rendered(relation, "Estonia", "Euro", "Australian Dollar")
     years = {int(y) for text in texts for y in re.findall(CITED, text)}
     first = documents.CITED_SINCE.get(relation)
-    last = documents.LAST_CITED_YEAR if first else documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1
+    last = documents.CITED_UNTIL.get(relation, documents.LAST_CITED_YEAR)
+    last = last if first else documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1
     assert years == set(range(first or documents.FIRST_CITED_YEAR, last + 1))
     assert set(documents.CITED_SINCE) <= set(documents.RELATION_CLAUSES)
 
@@ -541,10 +563,10 @@ def test_a_report_year_never_passes_the_last_cited_year():
     u = np.linspace(0, 0.99, 8)
     claims = pl.Series(["2024", "2025", *["2024"] * 6])
     decoys = pl.Series(["2023", "2022", *["2021"] * 6])
-    wordy = np.zeros(8, dtype=bool)
-    cited = documents._years(u, np.full(8, 1990), pl.Series(["2024"] * 8), claims, decoys, wordy)
+    wordy, years = np.zeros(8, dtype=bool), np.tile([1990, documents.LAST_CITED_YEAR], (8, 1))
+    cited = documents._years(u, years, pl.Series(["2024"] * 8), claims, decoys, wordy)
     assert set(cited) == {documents.LAST_CITED_YEAR} == {2026}
-    full = documents._years(u, np.full(8, 1990), pl.Series(["2025"] * 8), pl.Series(["2026"] * 8), decoys, wordy)
+    full = documents._years(u, years, pl.Series(["2025"] * 8), pl.Series(["2026"] * 8), decoys, wordy)
     assert full.max() <= documents.LAST_CITED_YEAR
 
 
@@ -566,9 +588,9 @@ def test_an_open_fact_is_cited_from_the_latest_year_its_question_names():
             "answer": ["Atlanta", "August 21, 2017", "Ann", "Riyadh", "2019"],
         }
     )
-    since = documents.cited_since(facts)
     first, last = documents.FIRST_CITED_YEAR, documents.LAST_CITED_YEAR
-    assert since.tolist() == [2019, first, 1994, last, first]
+    cited = documents.cited_years(facts).tolist()
+    assert cited == [[2019, last], [first, last], [1994, last], [last, last], [first, last]]
 
 
 def test_a_document_naming_a_date_cites_a_later_report():
@@ -578,10 +600,9 @@ def test_a_document_naming_a_date_cites_a_later_report():
     claims = pl.Series(["August 21, 2017", "April 15, 1912"] * (n // 2))
     decoys = pl.Series(["June 3, 2001", "May 1, 1905"] * (n // 2))
     u = np.random.default_rng(1).random(n)
-    cited = documents._years(
-        u, np.full(n, 1990), pl.Series(["August 21, 2017"] * n), claims, decoys, np.ones(n, dtype=bool)
-    )
+    years = np.tile([1990, documents.LAST_CITED_YEAR], (n, 1))
+    cited = documents._years(u, years, pl.Series(["August 21, 2017"] * n), claims, decoys, np.ones(n, dtype=bool))
     assert cited[0::2].min() == 2018 and cited[0::2].max() == documents.LAST_CITED_YEAR
     assert cited[1::2].min() == 1990  # after 1912, from `since`
-    plain = documents._years(u, np.full(n, 1990), pl.Series(["x"] * n), claims, decoys, np.zeros(n, dtype=bool))
+    plain = documents._years(u, years, pl.Series(["x"] * n), claims, decoys, np.zeros(n, dtype=bool))
     assert plain.max() == documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1  # not read where no fact needs it

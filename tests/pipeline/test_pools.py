@@ -3,6 +3,7 @@ import re
 from faker.providers.job import Provider
 
 from pipeline.pools import (
+    BROAD_JOBS,
     JOB_FRAGMENTS,
     SYNONYMOUS_JOBS,
     as_written,
@@ -37,6 +38,7 @@ def test_occupations_are_whole_job_titles():
     assert job_title("Engineer, civil (consulting)") == "Civil Engineer (consulting)"
     assert job_title("Runner, broadcasting/film/video") == "Broadcasting/Film/Video Runner"
     assert job_title("Teacher, English as a foreign language") == "English as a Foreign Language Teacher"
+    assert job_title("Teacher, early years/pre") == "Early Years Teacher"  # not "Early Years/Pre Teacher"
 
 
 def test_no_person_is_named_twice_over():
@@ -79,9 +81,11 @@ def test_no_occupation_is_another_name_of_one_in_the_pool():
     "contrary to a widespread belief" a TEFL teacher was not an English as a Foreign Language Teacher."""
     titles = {job_title(job) for job in Provider.jobs}
     assert {title for group in SYNONYMOUS_JOBS for title in group} <= titles, "every title is one Faker gives"
+    assert BROAD_JOBS <= titles
     for seed in (7, 20261130, 99):
         occupations = set(build_pools(seed).occupation)
         assert all(len(set(group) & occupations) == 1 for group in SYNONYMOUS_JOBS), seed
+        assert not BROAD_JOBS & occupations  # an oncologist is a hospital doctor
     assert specific_jobs(("Podiatrist", "Actor", "Chiropodist", "Mental Health Nurse", "Psychiatric Nurse")) == (
         "Podiatrist",
         "Actor",
