@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from pipeline.atomic import write_text_atomic
-from pipeline.corruption import QUANTITY_SHIFT, YEAR_SHIFT
+from pipeline.corruption import ENTITY_MAX_RATIO, QUANTITY_SHIFT, YEAR_SHIFT
 from pipeline.frontmatter import configs, dataset_info, split_bytes
 from pipeline.schema import (
     CARD_NAME,
@@ -64,7 +64,8 @@ KIND_NOTES = {
     ),
     "entity": (
         "another plausible value of the same type, often the answer to the same question about something else (for a "
-        "number, a true answer of the relation near the truth)"
+        f"number, a true answer of the relation near the truth, at most {ENTITY_MAX_RATIO:g} times above or below it, "
+        "else a near miss recorded as number)"
     ),
     "inversion": (
         "wording that denies the true answer while asserting a wrong one, drawn like true answers (for a number, a "

@@ -70,6 +70,11 @@ MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
 NEIGHBOURS = 0.025
 NEIGHBOUR_ROUNDS = 1
 ENTITY_REACH = 4  # an entity claim's neighbourhood reaches this many times as far as an inversion's
+# An entity claim of a count at most this many times above or below the number it stands against: at the ends of a
+# relation, where answers are sparse, a neighbour by rank lay far off in value (China's population claimed as
+# 98,423,595, the British Virgin Islands' as 2,166), more blatant than the near miss of the level below. Such a claim
+# falls back to a near miss (recorded as `number`).
+ENTITY_MAX_RATIO = 3.0
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
 ANY_PRECISION = 19
 # A number with text around it ("$5 million", "100kg"); an ordinal or a decade ("21st", "the 1990s") is a word: a
@@ -500,19 +505,24 @@ def claims(
     neighbours stand against `around` (value, decimals per item, as `numbers` gives them).
     """
     numeric = t.numeric[rows]
+    value, decimals = around
     missed = ~t.entity_ok[rows] | (exhausted & numeric)  # no other answer will do: a near miss instead
+    near = _neighbourly(t, rows, levels, round_) & ~missed
+    by = np.flatnonzero(near)
+    reach = 2 ** min(max(round_ - NEIGHBOUR_ROUNDS, 0), 30)  # far enough for any group, short of int64's end
+    widen = np.where(levels[by] == ENTITY, ENTITY_REACH, 1)
+    against = value[by] / 10.0 ** decimals[by]
+    neighbour = t.neighbours.pick(t.group[rows[by]], against, u[by], reach, widen)
+    ratio = t.neighbours.read[neighbour] / np.maximum(against, 1e-9)
+    far = (levels[by] == ENTITY) & ~t.year[rows[by]] & ((ratio > ENTITY_MAX_RATIO) | (ratio < 1 / ENTITY_MAX_RATIO))
+    missed[by[far]], near[by[far]], by, neighbour = True, False, by[~far], neighbour[~far]
     perturb = np.where((levels == ENTITY) | (levels == INVERSION), missed, numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
-    near = _neighbourly(t, rows, levels, round_)
-    at, by, rest = np.flatnonzero(perturb), np.flatnonzero(near), np.flatnonzero(~perturb & ~near)
-    value, decimals = around
+    at, rest = np.flatnonzero(perturb), np.flatnonzero(~perturb & ~near)
     p = rows[at]
     moved = _near_miss(t, p, value[at], decimals[at], u[at], round_)
     numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
-    reach = 2 ** min(max(round_ - NEIGHBOUR_ROUNDS, 0), 30)  # far enough for any group, short of int64's end
-    widen = np.where(levels[by] == ENTITY, ENTITY_REACH, 1)
-    neighbour = t.neighbours.pick(t.group[rows[by]], value[by] / 10.0 ** decimals[by], u[by], reach, widen)
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
     pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import documents
-from pipeline.corruption import MIN_COUNT_GAP
+from pipeline.corruption import ENTITY_MAX_RATIO, MIN_COUNT_GAP
 from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
@@ -127,6 +127,21 @@ def test_no_document_but_an_inversion_denies_a_count_near_the_truth(docs):
     )
     near = counts.filter((pl.col("denied") - truth).abs() < MIN_COUNT_GAP * truth)
     assert counts["corrupt"].sum() > 100 and near.height == 0, near.select("answer", "claim", "denied").head()
+
+
+def test_an_entity_claim_of_a_count_stays_within_a_few_times_the_truth(docs):
+    """China's population claimed as 98,423,595: a neighbour by rank where answers are sparse lay far off in value.
+    Such a claim falls back to a near miss, recorded as `number`."""
+    truth = pl.col("answer").str.replace_all(",", "").cast(pl.Float64)
+    counts = (
+        _asserted_and_denied(docs)
+        .filter(pl.col("answer_type") == "quantity")
+        .with_columns(ratio=pl.col("asserted") / truth)
+    )
+    entity = counts.filter(pl.col("doc_corruption") == "entity")
+    assert entity.height > 100
+    assert entity["ratio"].is_between(1 / ENTITY_MAX_RATIO, ENTITY_MAX_RATIO).all()
+    assert (entity["ratio"] - 1).abs().max() > 1  # still another entity's answer, not only near misses
 
 
 def test_a_document_denies_a_number_near_the_one_it_asserts(docs):
