@@ -515,13 +515,15 @@ def claims(
     neighbour = t.neighbours.pick(t.group[rows[by]], against, u[by], reach, widen)
     ratio = t.neighbours.read[neighbour] / np.maximum(against, 1e-9)
     far = (levels[by] == ENTITY) & ~t.year[rows[by]] & ((ratio > ENTITY_MAX_RATIO) | (ratio < 1 / ENTITY_MAX_RATIO))
+    fell = np.zeros(len(rows), dtype=bool)  # a far entity claim's near miss: as wide as a first round's, redrawn
+    fell[by[far]] = True
     missed[by[far]], near[by[far]], by, neighbour = True, False, by[~far], neighbour[~far]
     perturb = np.where((levels == ENTITY) | (levels == INVERSION), missed, numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
     at, rest = np.flatnonzero(perturb), np.flatnonzero(~perturb & ~near)
     p = rows[at]
-    moved = _near_miss(t, p, value[at], decimals[at], u[at], round_)
+    moved = _near_miss(t, p, value[at], decimals[at], u[at], np.where(fell[at], 0, round_))
     numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
@@ -540,7 +542,7 @@ def _neighbourly(t: Truths, rows: np.ndarray, levels: np.ndarray, round_: int) -
 
 
 def _near_miss(
-    t: Truths, rows: np.ndarray, value: np.ndarray, decimals: np.ndarray, u: np.ndarray, round_: int
+    t: Truths, rows: np.ndarray, value: np.ndarray, decimals: np.ndarray, u: np.ndarray, round_: int | np.ndarray
 ) -> np.ndarray:
     """Years move YEAR_SHIFT years, other numbers QUANTITY_SHIFT % in whole units of their own rounding (at least
     one); each redraw round reaches further. The result is rounded to its relation's significant figures. `value`
