@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -17,6 +18,7 @@ from reward_api.scoring import EpisodeKey
 from reward_api.server import build_app
 from reward_api.store import EpisodeStore
 from reward_api.tokens import TokenSigner
+from tests.hubstandin import HubStandin, hub_standin, publish
 
 SECRET = b"test-secret"
 
@@ -25,6 +27,18 @@ SECRET = b"test-secret"
 def served_dir(dataset_dir) -> Path:
     """The suite's small dataset, built by the real pipeline (tests/conftest.py)."""
     return dataset_dir
+
+
+@pytest.fixture
+def moved_hub(served_dir) -> Iterator[HubStandin]:
+    """A loopback Hub holding `served_dir` as acme/cc, tagged v1, whose main has moved on since: v1 must be served."""
+    published = json.loads((served_dir / "manifest.json").read_text())
+    with hub_standin(token="hf_t") as hub:
+        api = publish(hub, served_dir, "acme/cc")
+        newer = json.dumps({**published, "params_hash": "0" * 64}).encode()
+        api.upload_file(path_or_fileobj=newer, path_in_repo="manifest.json", repo_id="acme/cc", repo_type="dataset")
+        assert hub.files("acme/cc")["manifest.json"] == newer != hub.files("acme/cc", "v1")["manifest.json"]
+        yield hub
 
 
 @pytest.fixture(scope="session")

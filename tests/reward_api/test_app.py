@@ -17,7 +17,6 @@ from reward_api.__main__ import SettingError
 from reward_api.app import create_app
 from reward_api.localserver import free_port, wait_healthy
 from reward_api.store import StoreError
-from tests.hubstandin import hub_standin, publish
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,15 +45,11 @@ def test_uvicorn_factory_serves_the_folder_in_the_environment(served_dir):
     assert served["/episodes/0"]["episode_id"] == 0 and "answer" not in served["/episodes/0"]
 
 
-def test_uvicorn_factory_serves_a_hub_repo_at_a_revision(served_dir, tmp_path):
+def test_uvicorn_factory_serves_a_hub_repo_at_a_revision(served_dir, moved_hub, tmp_path):
     """The HF Space path: CONTEXTCORRUPTION_DATA is a repo id, CONTEXTCORRUPTION_REVISION a tag."""
-    with hub_standin(token="hf_t") as hub:
-        api = publish(hub, served_dir, "acme/cc")
-        manifest = json.loads((served_dir / "manifest.json").read_text())
-        newer = json.dumps({**manifest, "params_hash": "0" * 64}).encode()  # main moves on; v1 must not
-        api.upload_file(path_or_fileobj=newer, path_in_repo="manifest.json", repo_id="acme/cc", repo_type="dataset")
-        env = {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}
-        served = serve_factory(CONTEXTCORRUPTION_DATA="acme/cc", CONTEXTCORRUPTION_REVISION="v1", **env)
+    manifest = json.loads((served_dir / "manifest.json").read_text())
+    env = {"HF_ENDPOINT": moved_hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}
+    served = serve_factory(CONTEXTCORRUPTION_DATA="acme/cc", CONTEXTCORRUPTION_REVISION="v1", **env)
     assert served["/health"] == {"status": "healthy"}, served["output"]
     assert served["/manifest"] == manifest
 

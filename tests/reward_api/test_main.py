@@ -14,7 +14,6 @@ import httpx
 import pytest
 
 from reward_api.localserver import free_port, wait_healthy
-from tests.hubstandin import hub_standin, publish
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -158,23 +157,18 @@ def test_data_can_come_from_the_environment(tmp_path):
     assert proc.returncode == 2 and f"{tmp_path}/manifest.json: missing" in output
 
 
-def test_serves_a_hub_repo_at_a_revision(served_dir, tmp_path):
+def test_serves_a_hub_repo_at_a_revision(served_dir, moved_hub, tmp_path):
     """The repo id + tag path of the entry point, against the loopback Hub stand-in; main has moved on past v1."""
     published = json.loads((served_dir / "manifest.json").read_text())
-    with hub_standin(token="hf_t") as hub:
-        api = publish(hub, served_dir, "acme/cc")
-        newer = json.dumps({**published, "params_hash": "0" * 64}).encode()  # main moves on; v1 must not
-        api.upload_file(path_or_fileobj=newer, path_in_repo="manifest.json", repo_id="acme/cc", repo_type="dataset")
-        assert hub.files("acme/cc")["manifest.json"] != hub.files("acme/cc", "v1")["manifest.json"]
-        port = free_port()
-        env = {"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}
-        proc = _run("--data", "acme/cc", "--revision", "v1", "--port", str(port), **env)
-        try:
-            _wait_healthy(proc, port)
-            manifest = httpx.get(f"http://127.0.0.1:{port}/manifest").json()
-        finally:
-            proc.terminate()
-            output = proc.communicate(timeout=30)[0]
+    port = free_port()
+    env = {"HF_ENDPOINT": moved_hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}
+    proc = _run("--data", "acme/cc", "--revision", "v1", "--port", str(port), **env)
+    try:
+        _wait_healthy(proc, port)
+        manifest = httpx.get(f"http://127.0.0.1:{port}/manifest").json()
+    finally:
+        proc.terminate()
+        output = proc.communicate(timeout=30)[0]
     assert manifest == published, output  # v1's manifest, not main's
     assert "downloading dataset acme/cc at revision v1" in output
 

@@ -20,7 +20,6 @@ from reward_api.env import seeded_episode
 from reward_api.shards import open_shard, read_manifest
 from reward_api.source import dataset_folder
 from reward_api.store import EpisodeNotFound, EpisodeStore, StoreError
-from tests.hubstandin import hub_standin, publish
 from tests.reward_api.conftest import truth_key
 
 
@@ -251,16 +250,11 @@ def test_a_manifest_that_is_a_folder_is_refused(tmp_path):
         EpisodeStore(tmp_path)
 
 
-def test_hub_repo_id_and_revision_are_downloaded_and_served(served_dir, tmp_path, rows):
+def test_hub_repo_id_and_revision_are_downloaded_and_served(served_dir, moved_hub, tmp_path, rows):
     published = (served_dir / "manifest.json").read_bytes()
-    with hub_standin(token="hf_t") as hub:
-        api = publish(hub, served_dir, "acme/cc")
-        newer = json.dumps({**json.loads(published), "params_hash": "0" * 64}).encode()  # main moves on; v1 must not
-        api.upload_file(path_or_fileobj=newer, path_in_repo="manifest.json", repo_id="acme/cc", repo_type="dataset")
-        assert hub.files("acme/cc")["manifest.json"] == newer != hub.files("acme/cc", "v1")["manifest.json"]
-        folder = dataset_folder("acme/cc", "v1", endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
-        with pytest.raises(StoreError, match="acme/missing@v1: Hub download failed"):
-            dataset_folder("acme/missing", "v1", endpoint=hub.endpoint, cache_dir=tmp_path / "cache")
+    folder = dataset_folder("acme/cc", "v1", endpoint=moved_hub.endpoint, cache_dir=tmp_path / "cache")
+    with pytest.raises(StoreError, match="acme/missing@v1: Hub download failed"):
+        dataset_folder("acme/missing", "v1", endpoint=moved_hub.endpoint, cache_dir=tmp_path / "cache")
     assert (folder / "manifest.json").read_bytes() == published, "v1's files, not main's"
     store = EpisodeStore(folder)
     assert store.manifest.params_hash == json.loads(published)["params_hash"]
