@@ -11,6 +11,7 @@ from pipeline.corruption import ENTITY_MAX_RATIO, MIN_COUNT_GAP
 from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
+from pipeline.sources import synthetic
 
 # A cited year: "... in its 2011 survey" (the year in group 1).
 CITED = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b"
@@ -386,6 +387,15 @@ def test_a_real_world_fact_is_cited_from_its_datas_time_on(relation):
     last = last if first else documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1
     assert years == set(range(first or documents.FIRST_CITED_YEAR, last + 1))
     assert set(documents.CITED_SINCE) <= set(documents.RELATION_CLAUSES)
+
+
+def test_no_document_names_the_occupation_of_a_child():
+    """A 1990 white paper gave Ruben Wilkinson's occupation; he was born in 1980."""
+    youngest = synthetic.BIRTH_YEARS[1] - 1
+    for relation in ("occupation", "employer"):
+        assert documents.CITED_SINCE[relation] >= youngest + 16
+        texts = _rendered(relation, "Ruben Wilkinson", "Geologist", "Actuary")
+        assert min(int(y) for text in texts for y in re.findall(CITED, text)) == documents.CITED_SINCE[relation]
 
 
 def test_a_value_that_ends_in_a_stop_ends_its_sentence():
