@@ -1,5 +1,5 @@
-"""The system prompts (training's and reward_api.inference's) state the v1 reward's rules with the scoring module's own
-numbers."""
+"""The system prompts (training's and reward_api.inference's) state the reward's rules (REWARD_VERSION) with the
+scoring module's own numbers."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_the_numbers_are_the_scoring_modules():
 
 
 @pytest.mark.parametrize("prompt", [ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT, INFERENCE_SYSTEM_PROMPT])
-def test_both_prompts_state_every_number_in_order(prompt):
+def test_every_prompt_states_every_number_in_order(prompt):
     heading = f"Scoring (reward {REWARD_VERSION})"
     rules = next(part for part in prompt.split("\n\n") if part.startswith(heading))
     stated = [float(x) for x in re.findall(r"\b\d+(?:\.\d+)?\b", rules.removeprefix(heading))]
