@@ -12,7 +12,8 @@ deterministically, and the kind really applied is returned next to each claim:
   the relation has too few distinct answers; a numeric answer of a small relation gets a number instead, and one
   of a big relation another true answer near it (a neighbour, up to ENTITY_REACH times as far as an inversion's):
   one drawn from anywhere in the relation was absurd (Kuwait with 2,550 people, a city with more people than its
-  country).
+  country); one more than ENTITY_MAX_RATIO from the truth, at a relation's sparse ends, takes a near miss, recorded
+  as number.
 - inversion: for a number of a big relation, a neighbour: another true answer of the relation near the truth in
   value (`Neighbours`); else what an entity claim takes (a substitute, or a near miss of a number in a small
   relation). Only the document's wording, which denies the true answer, sets the kind apart. Every other document
@@ -70,10 +71,10 @@ MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
 NEIGHBOURS = 0.025
 NEIGHBOUR_ROUNDS = 1
 ENTITY_REACH = 4  # an entity claim's neighbourhood reaches this many times as far as an inversion's
-# An entity claim of a count at most this many times above or below the number it stands against: at the ends of a
-# relation, where answers are sparse, a neighbour by rank lay far off in value (China's population claimed as
-# 98,423,595, the British Virgin Islands' as 2,166), more blatant than the near miss of the level below. Such a claim
-# falls back to a near miss (recorded as `number`).
+# An entity claim of a number (no year) at most this many times above or below the number it stands against: at the
+# ends of a relation, where answers are sparse, a neighbour by rank lay far off in value (China's population claimed
+# as 98,423,595, the British Virgin Islands' as 2,166), more blatant than the near miss of the level below. Such a
+# claim falls back to a near miss (recorded as `number`).
 ENTITY_MAX_RATIO = 3.0
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
 ANY_PRECISION = 19
@@ -501,11 +502,11 @@ def claims(
     `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
     neighbours are drawn again, then from ever wider neighbourhoods; substitutes move on to distinct values, and a
-    number none of whose group's answers will do (`exhausted`, see `resolve`) takes a near miss. Near misses and
-    neighbours stand against `around` (value, decimals per item, as `numbers` gives them).
+    number none of whose group's answers will do (`exhausted`, see `resolve`) takes a near miss, as does an entity
+    claim of a number whose neighbour lies past ENTITY_MAX_RATIO. Near misses and neighbours stand against `around`
+    (value, decimals per item, as `numbers` gives them).
     """
-    numeric = t.numeric[rows]
-    value, decimals = around
+    numeric, value, decimals = t.numeric[rows], *around
     missed = ~t.entity_ok[rows] | (exhausted & numeric)  # no other answer will do: a near miss instead
     near = _neighbourly(t, rows, levels, round_) & ~missed
     by = np.flatnonzero(near)
@@ -513,17 +514,26 @@ def claims(
     widen = np.where(levels[by] == ENTITY, ENTITY_REACH, 1)
     against = value[by] / 10.0 ** decimals[by]
     neighbour = t.neighbours.pick(t.group[rows[by]], against, u[by], reach, widen)
-    ratio = t.neighbours.read[neighbour] / np.maximum(against, 1e-9)
-    far = (levels[by] == ENTITY) & ~t.year[rows[by]] & ((ratio > ENTITY_MAX_RATIO) | (ratio < 1 / ENTITY_MAX_RATIO))
-    fell = np.zeros(len(rows), dtype=bool)  # a far entity claim's near miss: as wide as a first round's, redrawn
-    fell[by[far]] = True
-    missed[by[far]], near[by[far]], by, neighbour = True, False, by[~far], neighbour[~far]
+    # An entity claim of a ranked number (no year) ENTITY_MAX_RATIO off, or past the rounds of neighbours (a
+    # substitute from anywhere), takes a near miss instead, as wide as a first round's whatever the round.
+    ratio = t.neighbours.number[neighbour] / np.maximum(against, 1e-9)
+    fell = (levels == ENTITY) & t.ranked[rows] & ~t.year[rows] & ~missed & (round_ >= 2 * SPREAD_ROUNDS)
+    far = (ratio > ENTITY_MAX_RATIO) | (ratio < 1 / ENTITY_MAX_RATIO)
+    fell[by] = (levels[by] == ENTITY) & ~t.year[rows[by]] & far
+    missed |= fell
+    near &= ~fell
+    by, neighbour = by[~fell[by]], neighbour[~fell[by]]
     perturb = np.where((levels == ENTITY) | (levels == INVERSION), missed, numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
     at, rest = np.flatnonzero(perturb), np.flatnonzero(~perturb & ~near)
     p = rows[at]
-    moved = _near_miss(t, p, value[at], decimals[at], u[at], np.where(fell[at], 0, round_))
+    # A fallen item's neighbour drew it far: its near miss takes other draws, or its sign would follow them. The
+    # 53-bit column 0 (the pick; the others may hold 16 bits) has low bits unused: bits 33-53 give the sign, 17-53 the
+    # size, 41-53 the landing anywhere.
+    fresh = np.modf(u[at, :1] * [2.0**40, 2.0**16, 2.0**32])[0]
+    drawn = np.where(fell[at, None], fresh, u[at])
+    moved = _near_miss(t, p, value[at], decimals[at], drawn, np.where(fell[at], 0, round_))
     numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
@@ -674,8 +684,8 @@ def resolve(
     """
     n = len(rows)
     truth = (t.value[rows], t.decimals[rows])
-    elsewhere = around is not None
     around = truth if around is None else around
+    elsewhere = (around[0] != truth[0]) | (around[1] != truth[1])
     todo = np.arange(n)
     values, where, keys, kinds = [], [], np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=np.int8)
     size = t.distinct.size[t.group[rows]]
@@ -689,8 +699,11 @@ def resolve(
         )
         neighbour = _neighbourly(t, rows[todo], levels[todo], round_)
         close = _too_close(t, rows[todo], number, against, neighbour)
-        if elsewhere:
-            close |= _too_close(t, rows[todo], number, (truth[0][todo], truth[1][todo]), np.zeros_like(neighbour))
+        other = np.flatnonzero(elsewhere[todo])
+        if len(other):
+            items = todo[other]
+            against_truth = (truth[0][items], truth[1][items])
+            close[other] |= _too_close(t, rows[items], number[other], against_truth, np.zeros(len(other), dtype=bool))
         bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | close
         for avoided in avoid:
             bad |= (key == avoided[todo]) & (round_ < scanned[todo])

@@ -34,11 +34,12 @@ FIRST_CITED_YEAR, CITED_YEARS = 1990, 35
 # The current year: a document about a year cites a report from after every year it names, at the latest this one.
 LAST_CITED_YEAR = 2026
 # Real-world facts are true as of their packaged data: a document about one cites a report from the data's time
-# on, up to LAST_CITED_YEAR. GeoNames' populations, continents and cities' countries hold from around 2019, its
-# currencies and capitals as of 2024; the last four elements were named in 2016. A 1994 bulletin cannot quote
-# Estonia's euro (2011), nor a 1998 one name copernicium (2010), put Juba in South Sudan (2011) or call Kazakhstan's
-# capital Astana (so named 1998-2019 and since 2022). The bound is the relation's, the same for clean and corrupt
-# documents; the fictional facts cite any year from FIRST_CITED_YEAR.
+# on, up to LAST_CITED_YEAR (a population up to CITED_UNTIL's year). GeoNames' populations, continents and cities'
+# countries hold from around 2019, its currencies and capitals as of 2024; the last four elements were named in
+# 2016. A 1994 bulletin cannot quote Estonia's euro (2011), nor a 1998 one name copernicium (2010), put Juba in South
+# Sudan (2011) or call Kazakhstan's capital Astana (so named 1998-2019 and since 2022). The bound is the relation's,
+# the same for clean and corrupt documents; the fictional facts cite FIRST_CITED_YEAR's CITED_YEARS, but a person's
+# occupation and employer (below).
 CITED_SINCE = (
     dict.fromkeys(("population", "city_population", "continent", "city_country"), 2019)
     | dict.fromkeys(("element_symbol", "atomic_number", "symbol_element", "atomic_mass"), 2017)
@@ -47,7 +48,8 @@ CITED_SINCE = (
 )
 # Populations change year by year: GeoNames' are mostly 2018 estimates, true of their time and not of today (a country
 # growing 3% a year outgrows a near miss's 5-35% within a decade, and a corrupt document's figure could be the nearer
-# to today's). Their documents cite reports of the data's time, up to this year, never a 2026 yearbook.
+# to today's). Their documents cite reports of the data's time, up to this year, never a 2026 yearbook; a city
+# renamed since (CITED_SINCE_FACTS) only from its new name's year, the bound being the later of the two.
 CITED_UNTIL = dict.fromkeys(("population", "city_population"), 2021)
 # Facts that changed after their relation's data, cited from the change on: Bulgaria's euro (2026), which
 # pipeline.sources.geonames.CHANGED_CURRENCIES puts in place of GeoNames' lev (a 2024 bulletin cannot quote it), the
@@ -63,8 +65,8 @@ CITED_SINCE_FACTS = {"geonames:currency:BG": 2026, "geonames:currency:CW": 2025,
 # split by fact_id, so a bound would give a held-out fact away to anyone reading train (the earliest report cited
 # about a company would be its founding year, 62% of the time). A 1998 report may name a company founded in 2011.
 # A bound by relation gives nothing away: a person's occupation and employer are cited from the year the youngest
-# fictional person (born 1985, `sources.synthetic.BIRTH_YEARS`) turned 17 (in CITED_SINCE), so no 1990 white paper
-# names a ten-year-old's occupation (4.7% of those documents did).
+# fictional person (born 1985, `sources.synthetic.BIRTH_YEARS`) turned 17 (in CITED_SINCE) to LAST_CITED_YEAR, so
+# no 1990 white paper names a ten-year-old's occupation (4.7% of those documents did).
 
 LABELS = {
     "capital": "capital",

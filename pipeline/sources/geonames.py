@@ -160,8 +160,10 @@ QUESTION_NAMES = {"GE": "the country Georgia"}
 # whole city's; Magdeburg's Neue Neustadt; Camayenne by Conakry): only the bigger is kept.
 DISTRICT_KM, DISTRICT_RATIO = 8.0, 3
 _REGION = re.compile(r" (County|Province|District|Prefecture|Governorate|Region|Municipality)$")
-# A name key without the word for "city" ("Bago City" is Bago to its readers, "Anyang-si" Anyang, "Nara-shi" Nara).
-_CITY_WORD = re.compile(r"(?<=...)(?:city|si|shi)$")
+# A name without its word for "city" ("Bago City" is Bago to its readers, "Anyang-si" Anyang, "Nara-shi" Nara, and
+# China's "Yulinshi" Yulin): a separate word, or "shi" run on in China ("Buhesi" in Uganda is no "Buhe").
+_CITY_WORD = re.compile(r"[\s-](?:city|si|shi)$", re.IGNORECASE)
+_CN_CITY_WORD = re.compile(r"(?<=[a-z]{3})shi$")
 METRO_KM, METRO_MAX_KM = 8.0, 25.0
 TWIN_KM = 3.0
 # Places of fewer people are left out (Antarctica, Bouvet Island, the French Southern Territories, Pitcairn): the
@@ -243,12 +245,18 @@ def name_key(name: str) -> str:
     return _NOT_WORD.sub("", folded)
 
 
+def bare_name(city: dict) -> str:
+    """The name key (`name_key`) of a city's name without its word for "city" (_CITY_WORD)."""
+    name = _CITY_WORD.sub("", city["name"].strip())
+    return name_key(_CN_CITY_WORD.sub("", name) if city["countrycode"] == "CN" else name)
+
+
 def shared_names(cities: dict[str, dict], keys: dict[str, str]) -> set[str]:
     """The cities of `cities` (geonameid: city) whose name another of them takes but for its word for "city"
-    (_CITY_WORD): the bare name is ambiguous (Bago in Myanmar, for Bago City in the Philippines; Anyang in China, for
-    Anyang-si in Korea), and two within METRO_MAX_KM are one city listed twice (Iligan and Iligan City, Zhucheng and
-    Zhu Cheng City, each with its own population). "Quezon City" stays: Quezon is a town 800 km away."""
-    bare = {geonameid: _CITY_WORD.sub("", keys[geonameid]) for geonameid in cities}
+    (`bare_name`): the bare name is ambiguous (Bago in Myanmar, for Bago City in the Philippines; Anyang in China,
+    for Anyang-si in Korea), and two within METRO_MAX_KM are one city listed twice (Iligan and Iligan City, Zhucheng
+    and Zhu Cheng City, each with its own population). "Quezon City" stays: Quezon is a town 800 km away."""
+    bare = {geonameid: bare_name(city) for geonameid, city in cities.items()}
     by_bare: dict[str, list[str]] = {}
     for geonameid, name in bare.items():
         by_bare.setdefault(name, []).append(geonameid)
@@ -388,7 +396,7 @@ def facts() -> pl.DataFrame:
     name_counts = Counter(keys.values())
     country_names = {name_key(c["name"]) for c in listed.values()}
     large = {geonameid: city for geonameid, city in cities.items() if city["population"] >= MIN_CITY_POPULATION}
-    parts, shared = districts(list(large.values())), shared_names(large, keys)
+    parts, shared = districts(list(large.values())), shared_names(cities, keys)
     for geonameid, city in sorted(cities.items(), key=lambda item: int(item[0])):
         name, country, key = names[geonameid], countries.get(city["countrycode"]), keys[geonameid]
         if geonameid not in large or name_counts[key] > 1 or key in country_names or not country:

@@ -150,6 +150,28 @@ def test_an_entity_claim_about_a_big_relations_number_is_a_true_answer_near_it(p
     assert len(numbers) >= 20  # still many values: the whole neighbourhood
 
 
+def test_an_entity_claim_far_from_its_number_falls_back_to_an_even_near_miss(pools):
+    """At a relation's sparse ends a neighbour by rank lay far off (China's population claimed as 98,423,595): past
+    ENTITY_MAX_RATIO the claim is a near miss, recorded as number, as often above the number as below. Drawn as the
+    episodes stage draws (columns 1 and 2 hold 16 bits): the fallback's first versions went up 83% of the time (the
+    draw that sent the neighbour far set the sign), then down every time (bits that 16-bit draws do not have)."""
+    counts = [round(1000 * 1.03**i) for i in range(100)] + [round(10**9 * 1.03**i) for i in range(100)]
+    truths = corruption.truths(_facts([(f"{c:,}", [], "quantity", "population") for c in counts]), pools)
+
+    def draw(items, round_):
+        u = np.random.default_rng(round_).random((2000, corruption.U_COLUMNS))
+        u[:, 1:] = np.floor(u[:, 1:] * 2**16) / 2**16
+        return u[items]
+
+    # The top of the lower cluster: a short shift finds a neighbour below, a long one the far cluster above.
+    values, _, applied = corruption.resolve(truths, np.full(2000, 95), np.full(2000, ENTITY), draw)
+    share = np.array([int(v.replace(",", "")) for v in values]) / counts[95] - 1
+    fell = applied == NUMBER
+    assert 100 < fell.sum() < 1900 and (np.abs(share[~fell]) < 1).all()
+    assert (np.abs(share[fell]) >= 0.05).all() and (np.abs(share[fell]) <= 0.355).all()
+    assert 0.43 < (share[fell] > 0).mean() < 0.57  # 805 fall back: 0.504 (the first version: 0.605)
+
+
 def test_a_near_miss_stays_in_its_relations_range_and_keeps_a_decimal(pools):
     """A redraw's long move that leaves the birth years' range both ways lands inside it (a birth year past every
     true one, only ever a corrupt document's, was a tell), and a near miss of a number with decimals is never whole

@@ -128,6 +128,10 @@ def test_city_names_that_differ_only_in_accents_case_or_spacing_are_ambiguous(fa
     assert not cities & {"St. Petersburg", "Saint Petersburg", "St. Louis", "Saint-Louis"}
     # Bago (Myanmar) is also Bago City (the Philippines) to a reader; GeoNames lists Iligan as "Iligan City" too
     assert not cities & {"Bago", "Anyang", "Minato", "Iligan", "Iligan City", "Zhucheng", "Zhu Cheng City"}
+    assert not cities & {"Yulin", "Boulder"}  # beside Yulinshi and Boulder City, towns of fewer than 100,000
+    named = {("Bago City", "PH"): "bago", ("Anyang-si", "KR"): "anyang", ("Yulinshi", "CN"): "yulin"}
+    named |= {("Buhesi", "UG"): "buhesi", ("Velasi", "GR"): "velasi", ("Quezon City", "PH"): "quezon"}
+    assert {key: geonames.bare_name({"name": key[0], "countrycode": key[1]}) for key in named} == named
     assert {"Bago City", "Anyang-si", "Quezon City", "Mexico City", "Nara-shi"} <= cities
     assert not {name for name in cities if "," in name}  # "Mianzhu, Deyang, Sichuan" gave its country away
 
