@@ -11,6 +11,8 @@ import argparse
 import json
 import logging
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import duckdb
@@ -37,9 +39,7 @@ DATA_DIR = Path("data/episodes")
 ANSWERS_DIR = Path("data/answers")
 METRICS_PATH = Path("data/metrics/dataset.json")
 MAX_EXAMPLES = 10
-# What DuckDB raises (a RuntimeError) for a Ctrl-C mid-query: its Python client takes the signal and drops the
-# KeyboardInterrupt (duckdb_python's CompletePendingQuery).
-DUCKDB_INTERRUPTED = "Query interrupted"
+INTERRUPT_POLL_S = 0.1  # after a Ctrl-C, how often each open connection is interrupted again until the work ends
 
 
 def connect(
@@ -95,12 +95,18 @@ def _first_ids(con: duckdb.DuckDBPyConnection, bad: str) -> list[int]:
     return con.execute(f"SELECT min(episode_id, {MAX_EXAMPLES}) FROM checked WHERE {bad}").fetchone()[0]
 
 
-def validate(root: Path, progress: bool = False, answers: Path | None = None) -> dict:
+def validate(
+    root: Path,
+    progress: bool = False,
+    answers: Path | None = None,
+    opened: Callable[[duckdb.DuckDBPyConnection], object] | None = None,
+) -> dict:
     """Check every invariant of the dataset folder `root`; return the metrics (violations included), bound to the
     build by its manifest's sha256 (the manifest holds every shard's), which publishing checks.
 
     A hidden split's episodes are checked with their ground truth joined from the answers folder `answers`.
-    `progress` shows DuckDB's progress bar (for the stage's entry point)."""
+    `progress` shows DuckDB's progress bar (for the stage's entry point); `opened` is given the DuckDB connection
+    (the stage's entry point interrupts it on Ctrl-C)."""
     root = Path(root).resolve()
     manifest = read_manifest(root)
     manifest_sha256 = file_sha256(root / MANIFEST_NAME)
@@ -111,6 +117,8 @@ def validate(root: Path, progress: bool = False, answers: Path | None = None) ->
     if not shards:
         raise ManifestError(f"{root}: no shard matches manifest.json: {file_problems[:MAX_EXAMPLES]}")
     con = connect(root, shards, progress, answers, answer_shards)
+    if opened is not None:
+        opened(con)
     con.execute(checked_sql())
     found = _episode_violations(con)
     rows, row_groups = row_group_problems(root, shards, manifest.row_group_rows)
@@ -139,6 +147,28 @@ def violation_message(metrics: dict) -> str:
     return "dataset invariants violated:\n" + "\n".join(lines) if lines else ""
 
 
+def interruptibly(work: Callable[[Callable[[duckdb.DuckDBPyConnection], object]], dict]) -> dict:
+    """`work(opened)` in a worker thread while this one wakes each INTERRUPT_POLL_S, so that a Ctrl-C raises
+    KeyboardInterrupt here whichever thread the kernel gave the signal (one blocked on a lock never runs the
+    handler); then every connection `work` gave `opened` is interrupted, again each INTERRUPT_POLL_S until the work
+    ends (a query begun after one interrupt meets the next), and the KeyboardInterrupt goes on. DuckDB's own handling
+    of SIGINT in the thread running a query missed it at times: the stage's longest query ran on through a minute of
+    Ctrl-C."""
+    connections: list[duckdb.DuckDBPyConnection] = []
+    with ThreadPoolExecutor(1, thread_name_prefix="validate") as pool:
+        future = pool.submit(work, connections.append)
+        try:
+            while not future.done():
+                wait([future], timeout=INTERRUPT_POLL_S)
+        except KeyboardInterrupt:
+            while not future.done():
+                for con in connections:
+                    con.interrupt()
+                wait([future], timeout=INTERRUPT_POLL_S)
+            raise
+        return future.result()
+
+
 def main(data_dir: Path = DATA_DIR, answers_dir: Path = ANSWERS_DIR, metrics_path: Path = METRICS_PATH) -> None:
     """The stage; a folder it cannot check (ManifestError) or a metrics path it cannot write (OutputError, before
     any work) ends it with a one-line message (exit status 1); so does Ctrl-C (exit status 130), no metrics written."""
@@ -147,13 +177,9 @@ def main(data_dir: Path = DATA_DIR, answers_dir: Path = ANSWERS_DIR, metrics_pat
     with interruptible("validate"):
         try:
             output_file(metrics_path)
-            metrics = validate(data_dir, progress=True, answers=answers_dir)
+            metrics = interruptibly(lambda opened: validate(data_dir, True, answers_dir, opened))
         except (ManifestError, OutputError) as err:
             raise SystemExit(f"validate: {err}") from None
-        except RuntimeError as err:
-            if str(err) != DUCKDB_INTERRUPTED:
-                raise
-            raise KeyboardInterrupt from None
         try:
             metrics_path.parent.mkdir(parents=True, exist_ok=True)
             write_text_atomic(metrics_path, json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
