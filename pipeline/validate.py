@@ -151,9 +151,9 @@ def interruptibly(work: Callable[[Callable[[duckdb.DuckDBPyConnection], object]]
     """`work(opened)` in a worker thread while this one wakes each INTERRUPT_POLL_S, so that a Ctrl-C raises
     KeyboardInterrupt here whichever thread the kernel gave the signal (one blocked on a lock never runs the
     handler); then every connection `work` gave `opened` is interrupted, again each INTERRUPT_POLL_S until the work
-    ends (a query begun after one interrupt meets the next), and the KeyboardInterrupt goes on. DuckDB's own handling
-    of SIGINT in the thread running a query missed it at times: the stage's longest query ran on through a minute of
-    Ctrl-C."""
+    ends (a query begun after one interrupt meets the next), and the KeyboardInterrupt goes on. Python's handler takes
+    the signal, not DuckDB's, which the stage relied on before and which took it only while a query ran in the
+    stage's own thread."""
     connections: list[duckdb.DuckDBPyConnection] = []
     with ThreadPoolExecutor(1, thread_name_prefix="validate") as pool:
         future = pool.submit(work, connections.append)
