@@ -514,12 +514,13 @@ def claims(
     widen = np.where(levels[by] == ENTITY, ENTITY_REACH, 1)
     against = value[by] / 10.0 ** decimals[by]
     neighbour = t.neighbours.pick(t.group[rows[by]], against, u[by], reach, widen)
-    # An entity claim of a ranked number (no year) ENTITY_MAX_RATIO off, or past the rounds of neighbours (a
-    # substitute from anywhere), takes a near miss instead, as wide as a first round's whatever the round.
+    # An entity claim of a ranked number (no year) ENTITY_MAX_RATIO off takes a near miss instead, as wide as a first
+    # round's, for SPREAD_ROUNDS rounds; then the neighbour stands: a near miss of 5 employees has one free value, 6,
+    # and a claim of the level below may hold it (that item ran 2,300 rounds).
     ratio = t.neighbours.number[neighbour] / np.maximum(against, 1e-9)
-    fell = (levels == ENTITY) & t.ranked[rows] & ~t.year[rows] & ~missed & (round_ >= 2 * SPREAD_ROUNDS)
     far = (ratio > ENTITY_MAX_RATIO) | (ratio < 1 / ENTITY_MAX_RATIO)
-    fell[by] = (levels[by] == ENTITY) & ~t.year[rows[by]] & far
+    fell = np.zeros(len(rows), dtype=bool)
+    fell[by] = (levels[by] == ENTITY) & ~t.year[rows[by]] & far & (round_ < SPREAD_ROUNDS)
     missed |= fell
     near &= ~fell
     by, neighbour = by[~fell[by]], neighbour[~fell[by]]
