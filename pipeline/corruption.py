@@ -12,8 +12,8 @@ deterministically, and the kind really applied is returned next to each claim:
   the relation has too few distinct answers; a numeric answer of a small relation gets a number instead, and one
   of a big relation another true answer near it (a neighbour, up to ENTITY_REACH times as far as an inversion's):
   one drawn from anywhere in the relation was absurd (Kuwait with 2,550 people, a city with more people than its
-  country); one more than ENTITY_MAX_RATIO from the truth, at a relation's sparse ends, takes a near miss, recorded
-  as number.
+  country); one more than NEIGHBOUR_MAX_RATIO from the truth, at a relation's sparse ends, takes a near miss, recorded
+  as number (an inversion's too, keeping its kind).
 - inversion: for a number of a big relation, a neighbour: another true answer of the relation near the truth in
   value (`Neighbours`); else what an entity claim takes (a substitute, or a near miss of a number in a small
   relation). Only the document's wording, which denies the true answer, sets the kind apart. Every other document
@@ -71,11 +71,17 @@ MIN_COUNT_GAP = QUANTITY_SHIFT[0] / 100
 NEIGHBOURS = 0.025
 NEIGHBOUR_ROUNDS = 1
 ENTITY_REACH = 4  # an entity claim's neighbourhood reaches this many times as far as an inversion's
-# An entity claim of a number (no year) at most this many times above or below the number it stands against: at the
+# A year's neighbours reach this many times as far: a founding year among 8,000 (about 200 a year) otherwise lies a
+# year or two off, and an episode's clean documents, whose denied values are drawn around the one truth, denied the
+# same year (66% of them, 12% of corrupt ones) until their values were kept apart (`resolve`'s `apart`), which only a
+# law this wide allows without setting a clean document's denied year further off than a corrupt one's.
+YEAR_REACH = 4
+# A neighbour of a number (no year) at most this many times above or below the number it stands against: at the
 # ends of a relation, where answers are sparse, a neighbour by rank lay far off in value (China's population claimed
-# as 98,423,595, the British Virgin Islands' as 2,166), more blatant than the near miss of the level below. Such a
-# claim falls back to a near miss (recorded as `number`).
-ENTITY_MAX_RATIO = 3.0
+# as 98,423,595, the British Virgin Islands' as 2,166; an inversion gave Indonesia India's 1,352,617,328), more
+# blatant than the near miss of the level below. Such a claim or denied value falls back to a near miss (an entity
+# claim's recorded as `number`).
+NEIGHBOUR_MAX_RATIO = 3.0
 # Significant figures of a relation too small to estimate its precision from (MIN_GROUP): no rounding.
 ANY_PRECISION = 19
 # A number with text around it ("$5 million", "100kg"); an ordinal or a decade ("21st", "the 1990s") is a word: a
@@ -503,24 +509,25 @@ def claims(
     (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
     neighbours are drawn again, then from ever wider neighbourhoods; substitutes move on to distinct values, and a
     number none of whose group's answers will do (`exhausted`, see `resolve`) takes a near miss, as does an entity
-    claim of a number whose neighbour lies past ENTITY_MAX_RATIO. Near misses and neighbours stand against `around`
-    (value, decimals per item, as `numbers` gives them).
+    claim or inversion of a number whose neighbour lies past NEIGHBOUR_MAX_RATIO. Near misses and neighbours stand
+    against `around` (value, decimals per item, as `numbers` gives them).
     """
     numeric, value, decimals = t.numeric[rows], *around
     missed = ~t.entity_ok[rows] | (exhausted & numeric)  # no other answer will do: a near miss instead
     near = _neighbourly(t, rows, levels, round_) & ~missed
     by = np.flatnonzero(near)
     reach = 2 ** min(max(round_ - NEIGHBOUR_ROUNDS, 0), 30)  # far enough for any group, short of int64's end
-    widen = np.where(levels[by] == ENTITY, ENTITY_REACH, 1)
+    widen = np.where(levels[by] == ENTITY, ENTITY_REACH, np.where(t.year[rows[by]], YEAR_REACH, 1))
     against = value[by] / 10.0 ** decimals[by]
     neighbour = t.neighbours.pick(t.group[rows[by]], against, u[by], reach, widen)
-    # An entity claim of a ranked number (no year) ENTITY_MAX_RATIO off takes a near miss instead, as wide as a first
-    # round's, for SPREAD_ROUNDS rounds; then the neighbour stands: a near miss of 5 employees has one free value, 6,
-    # and a claim of the level below may hold it (that item ran 2,300 rounds).
+    # A neighbour of a ranked number (no year) NEIGHBOUR_MAX_RATIO off gives way to a near miss, as wide as a first
+    # round's for SPREAD_ROUNDS rounds, then a round wider each round: a near miss of 5 employees has one free value,
+    # 6, and a claim of the level below may hold it (kept as narrow, that item ran 2,300 rounds; where the neighbour
+    # stood after SPREAD_ROUNDS, 5 employees were claimed as 1,170 and hydrogen's atomic number as 60).
     ratio = t.neighbours.number[neighbour] / np.maximum(against, 1e-9)
-    far = (ratio > ENTITY_MAX_RATIO) | (ratio < 1 / ENTITY_MAX_RATIO)
+    far = (ratio > NEIGHBOUR_MAX_RATIO) | (ratio < 1 / NEIGHBOUR_MAX_RATIO)
     fell = np.zeros(len(rows), dtype=bool)
-    fell[by] = (levels[by] == ENTITY) & ~t.year[rows[by]] & far & (round_ < SPREAD_ROUNDS)
+    fell[by] = ~t.year[rows[by]] & far
     missed |= fell
     near &= ~fell
     by, neighbour = by[~fell[by]], neighbour[~fell[by]]
@@ -534,7 +541,9 @@ def claims(
     # size, 41-53 the landing anywhere.
     fresh = np.modf(u[at, :1] * [2.0**40, 2.0**16, 2.0**32])[0]
     drawn = np.where(fell[at, None], fresh, u[at])
-    moved = _near_miss(t, p, value[at], decimals[at], drawn, np.where(fell[at], 0, round_))
+    moved = _near_miss(
+        t, p, value[at], decimals[at], drawn, np.where(fell[at], max(round_ - SPREAD_ROUNDS + 1, 0), round_)
+    )
     numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
@@ -653,6 +662,36 @@ def _too_close(
     return close
 
 
+@dataclass
+class _Taken:
+    """The keys each group of `resolve`'s `apart` has taken: a row per group, filled from the left."""
+
+    keys: np.ndarray  # (groups, most items of a group)
+    count: np.ndarray  # (groups,)
+
+    @classmethod
+    def of(cls, group: np.ndarray) -> _Taken:
+        grouped = group[group >= 0]
+        size = np.bincount(grouped) if len(grouped) else np.zeros(0, dtype=np.int64)
+        return cls(np.zeros((len(size), max(size.max(initial=0), 1)), dtype=np.uint64), np.zeros(len(size), np.int64))
+
+    def repeats(self, key: np.ndarray, group: np.ndarray) -> np.ndarray:
+        """Per item (all in a group): whether its group took its key before, or an earlier item of these did."""
+        held = (self.keys[group] == key[:, None]) & (np.arange(self.keys.shape[1]) < self.count[group][:, None])
+        order = np.lexsort((np.arange(len(key)), key, group))  # by group, then key, then item
+        same = (group[order][1:] == group[order][:-1]) & (key[order][1:] == key[order][:-1])
+        again = np.zeros(len(key), dtype=bool)
+        again[order[1:][same]] = True
+        return held.any(axis=1) | again
+
+    def add(self, key: np.ndarray, group: np.ndarray) -> None:
+        order = np.argsort(group, kind="stable")
+        runs = group[order]
+        slot = self.count[runs] + np.arange(len(runs)) - np.searchsorted(runs, runs)
+        self.keys[runs, slot] = key[order]
+        self.count += np.bincount(group, minlength=len(self.count))
+
+
 def read_expr(values: pl.Expr) -> pl.Expr:
     """The number a reader reads in each value: its first, thousands separators dropped ("about 1,200" is 1200.0);
     null where it has none or its digits are no ASCII ones."""
@@ -667,8 +706,11 @@ def resolve(
     draw: Callable[[np.ndarray, int], np.ndarray],
     avoid: Sequence[np.ndarray] = (),
     around: tuple[np.ndarray, np.ndarray] | None = None,
+    apart: np.ndarray | None = None,
 ) -> tuple[pl.Series, np.ndarray, np.ndarray]:
-    """Wrong claims whose normalised form is neither the answer's, an alias's, nor an `avoid` one of the item.
+    """Wrong claims whose normalised form is neither the answer's, an alias's, nor an `avoid` one of the item, nor,
+    where `apart` gives items a group (an int; negative: none), one another item of its group took: an earlier round's,
+    or this round's first.
 
     `avoid` holds keys (`key_expr`); returns values, their keys and applied kinds. Near misses and neighbours stand
     against `around` (value and decimals per item, `numbers`), by default the facts' answers, and every wrong count
@@ -679,7 +721,8 @@ def resolve(
     its own draws.
     An item whose every wrong value is avoided (the Cocos Islands, Asia or Oceania, where a split's continent facts
     name five continents and three corrupt documents already claim the other three) has tried each value of its group
-    once its scan has gone round the group: it scans on without `avoid`, repeating an earlier claim, never the truth.
+    once its scan has gone round the group: it scans on without `avoid` and `apart`, repeating an earlier claim, never
+    the truth.
     A number whose second scan has gone round too (its group's other answers all too close to it: counts 5,000 to
     5,004) takes a near miss, for NEAR_MISS_ROUNDS more rounds.
     """
@@ -692,6 +735,7 @@ def resolve(
     size = t.distinct.size[t.group[rows]]
     scanned = 2 * SPREAD_ROUNDS + size  # per item: the round its scan has gone round
     rounds = 2 * SPREAD_ROUNDS + 2 * int(t.distinct.size.max()) + NEAR_MISS_ROUNDS
+    taken = None if apart is None else _Taken.of(apart)
     for round_ in range(rounds):
         against = (around[0][todo], around[1][todo])
         exhausted = round_ >= scanned[todo] + size[todo]
@@ -708,6 +752,12 @@ def resolve(
         bad = (key[:, None] == t.accepted[rows[todo]]).any(axis=1) | close
         for avoided in avoid:
             bad |= (key == avoided[todo]) & (round_ < scanned[todo])
+        if taken is not None:
+            group = apart[todo]
+            checked = np.flatnonzero(~bad & (group >= 0) & (round_ < scanned[todo]))
+            bad[checked] = taken.repeats(key[checked], group[checked])
+            kept = np.flatnonzero(~bad & (group >= 0))
+            taken.add(key[kept], group[kept])
         values.append(value.filter(~bad))
         where.append(todo[~bad])
         keys[todo[~bad]] = key[~bad]

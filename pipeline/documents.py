@@ -281,12 +281,20 @@ STANDING = (
     "No subsequent revision by the {body} has changed this entry ({v}).",
 )
 STANDING_NOW = ("No subsequent revision by the {body} has changed this entry ({v}).",)
+# A count that changes from year to year (VARYING) has no record that stands: its documents say what the report gave
+# (a 2019 yearbook's population "unchanged in every edition since" would be false today).
+VARYING = ("population", "city_population", "employees")
+AS_OF = (
+    "The {body} gives this figure ({v}) as of that {report}.",
+    "The figure in that {report} of the {body} ({v}) is the one most often quoted.",
+    "Figures of the {body} are revised between editions; the one in that {report} is {v}.",
+)
 CHECKS = (  # each names the document's body: clean documents share the value, not the sentence
     "Independent reviewers who examined data from the {body} reached the same result: {v}.",
     "Cross-checks against the archives of the {body} also point to {v}.",
     "Other sources consulted alongside the {report} of the {body} agree: {v}.",
 )
-CORROBORATIONS = STANDING + CHECKS
+CORROBORATIONS = STANDING + CHECKS + AS_OF
 FILLERS = {
     "country": (
         # True of every subject: 55 of them are territories (no sovereign state) and some are city-states.
@@ -809,7 +817,8 @@ _CLAUSES = Templates.compile(
 )
 _NAME_START = r"^[\p{Lu}\p{Lt}]"  # a value that may open a sentence as it is
 _FRAMES = Frames.compile((FRAMES,))
-_CORROBORATIONS = Templates.compile([tuple(map(_articled, kind)) for kind in (STANDING, CHECKS, STANDING_NOW)])
+_CORROBORATIONS = Templates.compile([tuple(map(_articled, kind)) for kind in (STANDING, CHECKS, STANDING_NOW, AS_OF)])
+_VARYING = [2 + _RELATIONS.index(relation) for relation in VARYING]
 # Fillers are sentences and titles stand alone: both open with a capitalised subject.
 _FILLERS = Templates.compile([tuple(map(_capitalized, family)) for family in FILLERS.values()])
 _TITLES = Templates.compile([tuple(map(_capitalized, family)) for family in TITLES.values()])
@@ -980,7 +989,8 @@ def _content(batch: Batch, genre: np.ndarray, latest: np.ndarray) -> list[tuple[
         segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position], named)), (after, frame)]
     checks_first = np.modf(u[:, U.CORROBORATIONS] * 3)[0] < 0.5  # the digits the count leaves unused
     for j, draw in enumerate((U.FIRST_CORROBORATION, U.SECOND_CORROBORATION)):
-        kind = np.where(checks_first != bool(j), 1, np.where(latest, 2, 0))  # CHECKS, or STANDING (_NOW)
+        standing = np.where(np.isin(batch.family, _VARYING), 3, np.where(latest, 2, 0))  # AS_OF, STANDING(_NOW)
+        kind = np.where(checks_first != bool(j), 1, standing)  # or CHECKS
         pick = _CORROBORATIONS.pick(kind, u[:, draw], j < corroborations)
         segments += [_spaces(j < corroborations), (_CORROBORATIONS.pieces, pick)]
     segments += [_spaces(~lead & (fillers > 0)), (_FILLERS.pieces, np.where(lead, 0, filler[0]))]

@@ -23,8 +23,8 @@ METADATA_KEY = b"contextcorruption.pools"  # facts table metadata: the pools as 
 # Faker's job list holds fragments that name no occupation, or none clearly ("Publishing copy", "Press sub").
 JOB_FRAGMENTS = frozenset({"Copy", "Dealer", "Land", "Make", "Press sub", "Publishing copy", "Sub"})
 _MC = re.compile(r"\bMc([a-z])")  # Faker writes "Mcdonald", "Mcmillan-Chen Holdings", "Mckinneybury"
-# Faker's Irish surnames lose their apostrophe: "Oconnor", "Oneill Mining PLC".
-_IRISH = re.compile(r"\bO(brien|connell|connor|donnell|neal|neill)\b")
+# Faker's Irish surnames lose their apostrophe: "Oconnor", "Oneill Mining PLC", "Oconnorland".
+_IRISH = re.compile(r"\bO(brien|connell|connor|donnell|neal|neill)")
 _TRIPLED = re.compile(r"(\w)\1\1")  # a name and a suffix run together: "East Jefffort", "Burnetttown"
 _JOB_WORD = re.compile(r"[a-z]+")
 # Faker's job titles that name one occupation (British usage): a claim of one about the other would be true. Each
@@ -107,8 +107,8 @@ def stored_pools(table_metadata: Mapping[bytes, bytes] | None) -> Pools | None:
 
 
 def as_written(name: str) -> str:
-    """Names as they are written: "McDonald", "O'Connor" and "East Jeffort", not Faker's "Mcdonald", "Oconnor" and
-    "East Jefffort"."""
+    """Names as they are written: "McDonald", "O'Connor", "O'Connorland" and "East Jeffort", not Faker's
+    "Mcdonald", "Oconnor", "Oconnorland" and "East Jefffort"."""
     name = _MC.sub(lambda match: "Mc" + match[1].upper(), name)
     name = _IRISH.sub(lambda match: "O'" + match[1].capitalize(), name)
     return _TRIPLED.sub(r"\1\1", name)

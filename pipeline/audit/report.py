@@ -13,7 +13,9 @@ def _cell(auc: float | None) -> str:
 def markdown(report: AuditReport) -> str:
     """One row per cue: its separation max(AUC, 1 - AUC) overall, per kind, and in its most separated type group."""
     lines = [
-        "| cue | all | " + " | ".join(CORRUPTION_LEVELS) + " | most separated answer-type group |",
+        "| cue (each cell its separation, max(AUC, 1 − AUC)) | all | "
+        + " | ".join(CORRUPTION_LEVELS)
+        + " | most separated answer-type group |",
         "|---|---:|" + "---:|" * len(CORRUPTION_LEVELS) + "---|",
     ]
     for cue in report.cues:

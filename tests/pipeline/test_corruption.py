@@ -152,7 +152,7 @@ def test_an_entity_claim_about_a_big_relations_number_is_a_true_answer_near_it(p
 
 def test_an_entity_claim_far_from_its_number_falls_back_to_an_even_near_miss(pools):
     """At a relation's sparse ends a neighbour by rank lay far off (China's population claimed as 98,423,595): past
-    ENTITY_MAX_RATIO the claim is a near miss, recorded as number, as often above the number as below. Drawn as the
+    NEIGHBOUR_MAX_RATIO the claim is a near miss, recorded as number, as often above the number as below. Drawn as the
     episodes stage draws (columns 1 and 2 hold 16 bits): the fallback's first versions went up 83% of the time (the
     draw that sent the neighbour far set the sign), then down every time (bits that 16-bit draws do not have)."""
     counts = [round(1000 * 1.03**i) for i in range(100)] + [round(10**9 * 1.03**i) for i in range(100)]
@@ -170,6 +170,25 @@ def test_an_entity_claim_far_from_its_number_falls_back_to_an_even_near_miss(poo
     assert 100 < fell.sum() < 1900 and (np.abs(share[~fell]) < 1).all()
     assert (np.abs(share[fell]) >= 0.05).all() and (np.abs(share[fell]) <= 0.355).all()
     assert 0.43 < (share[fell] > 0).mean() < 0.57  # 805 fall back: 0.504 (the first version: 0.605)
+
+
+def test_an_entity_claim_whose_near_misses_are_taken_widens_its_near_miss_and_never_goes_far(pools):
+    """5 employees, the one small count of its relation: every neighbour lies past NEIGHBOUR_MAX_RATIO and both near
+    misses (4, 6) are held by other corrupt documents (`avoid`). Once the first SPREAD_ROUNDS rounds have failed, the
+    near miss widens round by round; the neighbour stood there before (5 employees claimed as 1,170)."""
+    counts = [5] + [round(1000 * 1.03**i) for i in range(100)]
+    truths = corruption.truths(_facts([(f"{c:,}", [], "quantity", "employees") for c in counts]), pools)
+    taken = pl.Series(["4", "6"]).to_frame("v").select(corruption.key_expr(pl.col("v"))).to_series().to_numpy()
+    rows = np.zeros(500, dtype=np.int64)
+
+    def draw(items, round_):
+        return np.random.default_rng(round_).random((len(rows), corruption.U_COLUMNS))[items]
+
+    avoid = [np.full(len(rows), key, dtype=np.uint64) for key in taken]
+    values, _, applied = corruption.resolve(truths, rows, np.full(len(rows), ENTITY), draw, avoid)
+    numbers = np.array([int(v.replace(",", "")) for v in values])
+    assert (applied == NUMBER).all() and not np.isin(numbers, [4, 5, 6]).any()
+    assert ((numbers <= 5 * corruption.NEIGHBOUR_MAX_RATIO) & (numbers >= 5 / corruption.NEIGHBOUR_MAX_RATIO)).all()
 
 
 def test_a_near_miss_stays_in_its_relations_range_and_keeps_a_decimal(pools):
@@ -346,18 +365,20 @@ def test_inversion_draws_like_entity(facts, pools):
 
 
 def test_inversion_of_a_number_in_a_big_relation_is_a_neighbouring_true_answer(pools):
-    """A founding year is inverted to another true founding year a few years away, not to one from anywhere (76
-    employees were denied where 88,400 work), and claims fall on each decade as often as truths do, at the ends too:
-    the pairing draws (truth, claim) as often as (claim, truth)."""
+    """A founding year is inverted to another true founding year some years away, not to one from anywhere (76
+    employees were denied where 88,400 work), nor to the next one (an episode's clean documents, whose denied values
+    are drawn so, denied the same year), and claims fall on each decade as often as truths do, at the ends too: the
+    pairing draws (truth, claim) as often as (claim, truth)."""
     years = [str(1900 + i // 3) for i in range(300)]  # 100 years, three facts each
     truths = corruption.truths(_facts([(y, [], "year", "founded") for y in years]), pools)
     rows = np.repeat(np.arange(300), 200)
     values, _, applied = _claims(truths, rows, INVERSION)
     assert set(applied) == {INVERSION}
     truth, claim = np.array([int(years[r]) for r in rows]), np.array([int(v) for v in values])
-    # A shift of 4 to 8 ranks, past the 3 answers of a year: 1 to 3 years (redraws reach further, rarely).
+    # Blocks of YEAR_REACH times 8 to 16 ranks (2 shifts), past the 3 answers of a year: 1 to 11 years, about evenly
+    # (redraws reach further, rarely; without YEAR_REACH, 1 to 3 years).
     gap = np.abs(claim - truth)
-    assert (gap > 0).all() and (gap <= 3).mean() > 0.98 and len(set(claim)) == 100
+    assert (gap > 0).all() and (gap <= 11).mean() > 0.99 and (gap >= 4).mean() > 0.6 and len(set(claim)) == 100
     decades = np.bincount((claim - 1900) // 10, minlength=10) / len(claim)
     assert np.abs(decades - 0.1).max() < 0.01
     share = np.bincount(claim - 1900, minlength=100) / np.bincount(truth - 1900, minlength=100)

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import documents
-from pipeline.corruption import ENTITY_MAX_RATIO, MIN_COUNT_GAP
+from pipeline.corruption import MIN_COUNT_GAP, NEIGHBOUR_MAX_RATIO
 from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
 from pipeline.schema import CORRUPTION_LEVELS
@@ -130,19 +130,29 @@ def test_no_document_but_an_inversion_denies_a_count_near_the_truth(docs):
     assert counts["corrupt"].sum() > 100 and near.height == 0, near.select("answer", "claim", "denied").head()
 
 
-def test_an_entity_claim_of_a_count_stays_within_a_few_times_the_truth(docs):
-    """China's population claimed as 98,423,595: a neighbour by rank where answers are sparse lay far off in value.
-    Such a claim falls back to a near miss, recorded as `number`."""
+def test_a_neighbour_of_a_count_stays_within_a_few_times_the_truth(docs):
+    """China's population claimed as 98,423,595, Indonesia's as India's 1,352,617,328: a neighbour by rank where
+    answers are sparse lay far off in value. An entity claim, an inversion's claim and a clean document's denied value
+    fall back to a near miss there (an entity claim's recorded as `number`)."""
     truth = pl.col("answer").str.replace_all(",", "").cast(pl.Float64)
     counts = (
         _asserted_and_denied(docs)
         .filter(pl.col("answer_type") == "quantity")
-        .with_columns(ratio=pl.col("asserted") / truth)
+        .with_columns(ratio=pl.col("asserted") / truth, denied_ratio=pl.col("denied") / truth)
     )
-    entity = counts.filter(pl.col("doc_corruption") == "entity")
-    assert entity.height > 100
-    assert entity["ratio"].is_between(1 / ENTITY_MAX_RATIO, ENTITY_MAX_RATIO).all()
-    assert (entity["ratio"] - 1).abs().max() > 1  # still another entity's answer, not only near misses
+    for kind, ratio in (("entity", "ratio"), ("inversion", "ratio"), ("none", "denied_ratio")):
+        of_kind = counts.filter(pl.col("doc_corruption") == kind)[ratio]
+        assert len(of_kind) > 100, kind
+        assert of_kind.is_between(1 / NEIGHBOUR_MAX_RATIO, NEIGHBOUR_MAX_RATIO).all(), (kind, of_kind.max())
+        assert (of_kind - 1).abs().max() > 0.5, kind  # still other true answers, not only near misses
+
+
+def test_no_two_documents_of_an_episode_deny_one_number(docs):
+    """An episode's clean documents draw their denied values around the one truth: they denied the same year often
+    (66% of birth years' clean documents, 12% of the corrupt ones), which told them apart without the fact."""
+    numbers = _asserted_and_denied(docs)
+    denials = numbers.group_by("episode_id").agg(pl.col("denied").n_unique() == pl.len())
+    assert numbers.height > 1000 and denials["denied"].all(), denials.filter(~pl.col("denied")).head()
 
 
 def test_a_document_denies_a_number_near_the_one_it_asserts(docs):
@@ -177,12 +187,15 @@ def _corroborations(content: str, kind: tuple[str, ...]) -> int:
 
 
 def test_a_document_never_corroborates_twice_in_the_same_way(docs):
-    """Two corroborations are one that the record has stood and one that another check agrees; a report of the last
-    citable year has had no later release."""
+    """Two corroborations are one that the record has stood (for a count that changes from year to year, what the
+    report gave) and one that another check agrees; a report of the last citable year has had no later release."""
     standing = docs["content"].map_elements(lambda c: _corroborations(c, documents.STANDING), return_dtype=int)
+    as_of = docs["content"].map_elements(lambda c: _corroborations(c, documents.AS_OF), return_dtype=int)
     checks = docs["content"].map_elements(lambda c: _corroborations(c, documents.CHECKS), return_dtype=int)
-    assert standing.max() == 1 and checks.max() == 1
-    assert ((standing == 1) & (checks == 1)).sum() > 1000
+    assert standing.max() == 1 and as_of.max() == 1 and checks.max() == 1
+    assert ((standing == 1) & (checks == 1)).sum() > 1000 and ((as_of == 1) & (checks == 1)).sum() > 100
+    varying = docs["relation"].is_in(documents.VARYING)
+    assert standing.filter(varying).max() == 0 and as_of.filter(~varying).max() == 0
     last = documents.LAST_CITED_YEAR
     assert docs["content"].str.contains(f" {last} ").sum() > 100
     assert not docs.filter(

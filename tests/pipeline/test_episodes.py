@@ -82,7 +82,7 @@ def test_corruption_escalates_with_rank(facts, batch):
     coherent. Number and entity fall back to each other only where the answer needs it (pipeline/corruption.py):
     an answer without a number gets an entity instead of a number, and a numeric answer gets a number instead of an
     entity only where its relation has too few distinct answers to substitute one (fewer than MIN_GROUP), or where the
-    true answer near it lies more than ENTITY_MAX_RATIO away (no year: its neighbours lie a few years off)."""
+    true answer near it lies more than NEIGHBOUR_MAX_RATIO away (no year: its neighbours lie a few years off)."""
     split = facts.filter(pc.equal(facts.column("split"), "train")).to_pylist()
     answers: dict[tuple[str, str], set[str]] = {}
     for fact in split:

@@ -101,6 +101,7 @@ def test_names_are_written_as_names_are():
     assert sum("Mc" in name for name in names) > 300 and sum("O'" in name for name in names) > 50
     assert as_written("Mcmillan-Chen Holdings") == "McMillan-Chen Holdings" and as_written("Mcallen") == "McAllen"
     assert as_written("Virginia Oconnor") == "Virginia O'Connor" and as_written("Odom Ochoa") == "Odom Ochoa"
+    assert as_written("Oconnorland") == "O'Connorland" and as_written("Oneida") == "Oneida"
     assert as_written("East Jefffort") == "East Jeffort"
 
 
