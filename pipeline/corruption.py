@@ -361,8 +361,16 @@ def _digits(value: np.ndarray) -> np.ndarray:
 
 
 def _trailing_zeros(value: np.ndarray) -> np.ndarray:
-    """Trailing zero digits of non-negative integers (0 has none)."""
-    return sum(((value % 10**z == 0) & (value > 0)).astype(np.int64) for z in range(1, 18))
+    """Trailing zero digits of non-negative integers (0 has none): one division per digit, of the values that still
+    end in 0 (most values end in none or few)."""
+    zeros = np.zeros(np.shape(value), dtype=np.int64)
+    at = np.flatnonzero(value > 0)
+    rest = np.ravel(value)[at]
+    while len(at):
+        ending = rest % 10 == 0
+        at, rest = at[ending], rest[ending] // 10
+        zeros.flat[at] += 1
+    return zeros
 
 
 def _figures(value: np.ndarray) -> np.ndarray:
@@ -676,13 +684,15 @@ class _Taken:
         return cls(np.zeros((len(size), max(size.max(initial=0), 1)), dtype=np.uint64), np.zeros(len(size), np.int64))
 
     def repeats(self, key: np.ndarray, group: np.ndarray) -> np.ndarray:
-        """Per item (all in a group): whether its group took its key before, or an earlier item of these did."""
-        held = (self.keys[group] == key[:, None]) & (np.arange(self.keys.shape[1]) < self.count[group][:, None])
-        order = np.lexsort((np.arange(len(key)), key, group))  # by group, then key, then item
-        same = (group[order][1:] == group[order][:-1]) & (key[order][1:] == key[order][:-1])
+        """Per item (all in a group, groups in runs): whether its group took its key before, or an earlier item of
+        these did. A group's items lie within its size of each other (a sort would cost ten times as much)."""
+        width, count = self.keys.shape[1], self.count[group]
         again = np.zeros(len(key), dtype=bool)
-        again[order[1:][same]] = True
-        return held.any(axis=1) | again
+        if count.any():
+            again = ((self.keys[group] == key[:, None]) & (np.arange(width) < count[:, None])).any(axis=1)
+        for shift in range(1, width):
+            again[shift:] |= (group[shift:] == group[:-shift]) & (key[shift:] == key[:-shift])
+        return again
 
     def add(self, key: np.ndarray, group: np.ndarray) -> None:
         order = np.argsort(group, kind="stable")
@@ -709,8 +719,8 @@ def resolve(
     apart: np.ndarray | None = None,
 ) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     """Wrong claims whose normalised form is neither the answer's, an alias's, nor an `avoid` one of the item, nor,
-    where `apart` gives items a group (an int; negative: none), one another item of its group took: an earlier round's,
-    or this round's first.
+    where `apart` gives items a group (an int, non-decreasing over the items; negative: none), one another item of its
+    group took: an earlier round's, or this round's first.
 
     `avoid` holds keys (`key_expr`); returns values, their keys and applied kinds. Near misses and neighbours stand
     against `around` (value and decimals per item, `numbers`), by default the facts' answers, and every wrong count
@@ -735,6 +745,8 @@ def resolve(
     size = t.distinct.size[t.group[rows]]
     scanned = 2 * SPREAD_ROUNDS + size  # per item: the round its scan has gone round
     rounds = 2 * SPREAD_ROUNDS + 2 * int(t.distinct.size.max()) + NEAR_MISS_ROUNDS
+    if apart is not None and (np.diff(apart[apart >= 0]) < 0).any():
+        raise ValueError("resolve: apart's groups must run in item order (non-decreasing)")
     taken = None if apart is None else _Taken.of(apart)
     for round_ in range(rounds):
         against = (around[0][todo], around[1][todo])

@@ -364,6 +364,27 @@ def test_inversion_draws_like_entity(facts, pools):
     assert len(set(inverted[40:80])) > 10 and set(inverted[80:]) <= set(COUNTRIES) - {"France"}
 
 
+def test_resolve_keeps_the_values_of_a_group_apart(pools):
+    """Eight denied values drawn around one founding year collide without `apart` and differ with it; groups out of
+    item order are refused."""
+    years = [str(1900 + i // 3) for i in range(300)]
+    truths = corruption.truths(_facts([(y, [], "year", "founded") for y in years]), pools)
+    rows, apart = np.repeat(np.arange(0, 300, 3), 8), np.repeat(np.arange(100), 8)
+    levels = np.full(len(rows), INVERSION)
+
+    def draw(items, round_):
+        return np.random.default_rng(round_).random((len(rows), corruption.U_COLUMNS))[items]
+
+    def distinct(values: pl.Series) -> list[int]:
+        return [len(set(group)) for group in np.array(values.to_list()).reshape(100, 8)]
+
+    kept, _, _ = corruption.resolve(truths, rows, levels, draw, apart=apart)
+    free, _, _ = corruption.resolve(truths, rows, levels, draw)
+    assert set(distinct(kept)) == {8} and min(distinct(free)) < 8
+    with pytest.raises(ValueError, match="apart's groups must run in item order"):
+        corruption.resolve(truths, rows, levels, draw, apart=apart[::-1])
+
+
 def test_inversion_of_a_number_in_a_big_relation_is_a_neighbouring_true_answer(pools):
     """A founding year is inverted to another true founding year some years away, not to one from anywhere (76
     employees were denied where 88,400 work), nor to the next one (an episode's clean documents, whose denied values
