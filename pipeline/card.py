@@ -257,6 +257,12 @@ def limitations(manifest: Manifest, sources: Counter, facts: Mapping[str, int]) 
         "model that learned train's answers by heart can tell those corrupt documents apart without reading the "
         "others. Fictional facts' wrong claims are drawn within their own split and have no such tell."
     )
+    points.append(
+        "Denied values are drawn near the claim they stand against, so an episode's denied values gather round the "
+        "truth, and report years cross-check a founding year (a company claimed founded after the year another "
+        "document's report described it is wrongly dated): both are routes to the answer across documents, as a "
+        "careful reader would take them, beside counting claims."
+    )
     return "## Limitations\n\n" + "".join(f"- {point}\n" for point in points) + "\n"
 
 
