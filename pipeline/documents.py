@@ -988,8 +988,8 @@ def _content(batch: Batch, genre: np.ndarray, latest: np.ndarray) -> list[tuple[
     for position, after in enumerate((_FRAMES.middle, _FRAMES.tail)):
         segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position], named)), (after, frame)]
     checks_first = np.modf(u[:, U.CORROBORATIONS] * 3)[0] < 0.5  # the digits the count leaves unused
+    standing = np.where(np.isin(batch.family, _VARYING), 3, np.where(latest, 2, 0))  # AS_OF, or STANDING (_NOW)
     for j, draw in enumerate((U.FIRST_CORROBORATION, U.SECOND_CORROBORATION)):
-        standing = np.where(np.isin(batch.family, _VARYING), 3, np.where(latest, 2, 0))  # AS_OF, STANDING(_NOW)
         kind = np.where(checks_first != bool(j), 1, standing)  # or CHECKS
         pick = _CORROBORATIONS.pick(kind, u[:, draw], j < corroborations)
         segments += [_spaces(j < corroborations), (_CORROBORATIONS.pieces, pick)]
