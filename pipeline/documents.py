@@ -285,7 +285,7 @@ STANDING_NOW = ("No subsequent revision by the {body} has changed this entry ({v
 # (a 2019 yearbook's population "unchanged in every edition since" would be false today).
 VARYING = ("population", "city_population", "employees")
 AS_OF = (
-    "The {body} gives this figure ({v}) as of that {report}.",
+    "The {body} gives this figure ({v}) for the year of that {report}.",
     "The figure in that {report} of the {body} ({v}) is the one most often quoted.",
     "Figures of the {body} are revised between editions; the one in that {report} is {v}.",
 )
