@@ -20,6 +20,7 @@ import yaml
 
 from pipeline.atomic import write_text_atomic
 from pipeline.corruption import NEIGHBOUR_MAX_RATIO, QUANTITY_SHIFT, YEAR_SHIFT
+from pipeline.episodes import APART_ABOVE
 from pipeline.frontmatter import configs, dataset_info, split_bytes
 from pipeline.schema import (
     CARD_NAME,
@@ -70,7 +71,8 @@ KIND_NOTES = {
     "inversion": (
         "wording that denies the true answer while asserting a wrong one, drawn like true answers (for a number, a "
         "true answer of the relation near it); every other document denies a value drawn the same way from its own "
-        "claim, so that a clean document's two values and an inversion's have one law"
+        "claim, so that a clean document's two values and an inversion's have one law, and no two documents of an "
+        f"episode deny one value (where the relation has more than {APART_ABOVE})"
     ),
     "coherent": "a fabrication that may repeat another corrupt document's claim, so that wrong documents agree",
 }

@@ -97,6 +97,9 @@ class Slot(IntEnum):
 STYLE_WORDS = -(-len(documents.U) // 4)  # four 16-bit draws per 64-bit word
 _CLAIM, _DECOY = (Slot.CLAIM_PICK, Slot.CLAIM_SHAPE), (Slot.DECOY_PICK, Slot.DECOY_SHAPE)
 COHERENT_COPY_RATE = 0.5  # how often a coherent fabrication repeats an earlier corrupt document's claim
+# An episode's documents deny different values where their relation has more distinct values than this: one of few
+# (six continents) cannot give eight documents different ones, and its repeats stay.
+APART_ABOVE = 2 * NUM_DOCS
 
 
 @dataclass(frozen=True)
@@ -266,8 +269,7 @@ def _decoys(ctx, seed, ids, fact, episode, doc, level, answer, claim, claim_key)
     corrupt = np.flatnonzero((level[rows] > 0) & ctx.truths.numeric[facts])
     numeric, value, decimals = corruption.numbers(claim.gather(rows[corrupt]))
     around[0][corrupt[numeric]], around[1][corrupt[numeric]] = value[numeric], decimals[numeric]
-    # A relation of few values (six continents) cannot give eight documents different ones: its repeats stay.
-    roomy = ctx.truths.distinct.size[ctx.truths.group[facts]] > 2 * NUM_DOCS
+    roomy = ctx.truths.distinct.size[ctx.truths.group[facts]] > APART_ABOVE
     values, _, _ = corruption.resolve(
         ctx.truths,
         facts,
