@@ -679,8 +679,7 @@ class _Taken:
 
     @classmethod
     def of(cls, group: np.ndarray) -> _Taken:
-        grouped = group[group >= 0]
-        size = np.bincount(grouped) if len(grouped) else np.zeros(0, dtype=np.int64)
+        size = np.bincount(group[group >= 0])
         return cls(np.zeros((len(size), max(size.max(initial=0), 1)), dtype=np.uint64), np.zeros(len(size), np.int64))
 
     def repeats(self, key: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -695,10 +694,9 @@ class _Taken:
         return again
 
     def add(self, key: np.ndarray, group: np.ndarray) -> None:
-        order = np.argsort(group, kind="stable")
-        runs = group[order]
-        slot = self.count[runs] + np.arange(len(runs)) - np.searchsorted(runs, runs)
-        self.keys[runs, slot] = key[order]
+        """Each item's key in its group's next free slot (groups in runs, as `resolve` checks)."""
+        slot = self.count[group] + np.arange(len(group)) - np.searchsorted(group, group)
+        self.keys[group, slot] = key
         self.count += np.bincount(group, minlength=len(self.count))
 
 

@@ -61,13 +61,18 @@ def _keys(texts) -> np.ndarray:
     )
 
 
-def _claims(truths, rows, level):
-    rows = np.asarray(rows)
+def _draws(n: int):
+    """`resolve`'s draw for n items: each round's uniform columns, seeded by the round."""
 
     def draw(items, round_):
-        return np.random.default_rng(round_).random((len(rows), corruption.U_COLUMNS))[items]
+        return np.random.default_rng(round_).random((n, corruption.U_COLUMNS))[items]
 
-    values, keys, applied = corruption.resolve(truths, rows, np.full(len(rows), level), draw)
+    return draw
+
+
+def _claims(truths, rows, level):
+    rows = np.asarray(rows)
+    values, keys, applied = corruption.resolve(truths, rows, np.full(len(rows), level), _draws(len(rows)))
     return values.to_list(), keys, applied.tolist()
 
 
@@ -180,12 +185,8 @@ def test_an_entity_claim_whose_near_misses_are_taken_widens_its_near_miss_and_ne
     truths = corruption.truths(_facts([(f"{c:,}", [], "quantity", "employees") for c in counts]), pools)
     taken = pl.Series(["4", "6"]).to_frame("v").select(corruption.key_expr(pl.col("v"))).to_series().to_numpy()
     rows = np.zeros(500, dtype=np.int64)
-
-    def draw(items, round_):
-        return np.random.default_rng(round_).random((len(rows), corruption.U_COLUMNS))[items]
-
     avoid = [np.full(len(rows), key, dtype=np.uint64) for key in taken]
-    values, _, applied = corruption.resolve(truths, rows, np.full(len(rows), ENTITY), draw, avoid)
+    values, _, applied = corruption.resolve(truths, rows, np.full(len(rows), ENTITY), _draws(len(rows)), avoid)
     numbers = np.array([int(v.replace(",", "")) for v in values])
     assert (applied == NUMBER).all() and not np.isin(numbers, [4, 5, 6]).any()
     assert ((numbers <= 5 * corruption.NEIGHBOUR_MAX_RATIO) & (numbers >= 5 / corruption.NEIGHBOUR_MAX_RATIO)).all()
@@ -370,10 +371,7 @@ def test_resolve_keeps_the_values_of_a_group_apart(pools):
     years = [str(1900 + i // 3) for i in range(300)]
     truths = corruption.truths(_facts([(y, [], "year", "founded") for y in years]), pools)
     rows, apart = np.repeat(np.arange(0, 300, 3), 8), np.repeat(np.arange(100), 8)
-    levels = np.full(len(rows), INVERSION)
-
-    def draw(items, round_):
-        return np.random.default_rng(round_).random((len(rows), corruption.U_COLUMNS))[items]
+    levels, draw = np.full(len(rows), INVERSION), _draws(len(rows))
 
     def distinct(values: pl.Series) -> list[int]:
         return [len(set(group)) for group in np.array(values.to_list()).reshape(100, 8)]
@@ -509,7 +507,7 @@ def test_resolve_repeats_an_avoided_value_when_every_wrong_one_is_avoided(pools)
 
     def draw(items, round_):
         rounds.append(round_)
-        return np.random.default_rng(round_).random((12, corruption.U_COLUMNS))[items]
+        return _draws(12)(items, round_)
 
     values, keys, _ = corruption.resolve(truths, rows, np.full(12, ENTITY), draw, avoid)
     assert set(values.to_list()) <= {"Europe", "Africa", "North America"} and (keys == _keys(values)).all()
@@ -640,12 +638,8 @@ def test_a_number_whose_every_other_answer_is_avoided_repeats_one_not_a_near_mis
     years = ["1987", "1988", "1989", "1990", "1991"]
     truths = corruption.truths(_facts([(y, [], "year", "birth_year") for y in years]), pools)
     rows = np.zeros(20, dtype=int)
-
-    def draw(items, round_):
-        return np.random.default_rng(round_).random((len(rows), corruption.U_COLUMNS))[items]
-
     avoid = [np.full(len(rows), key) for key in _keys(years[1:])]
-    values, _, _ = corruption.resolve(truths, rows, np.full(len(rows), level), draw, avoid)
+    values, _, _ = corruption.resolve(truths, rows, np.full(len(rows), level), _draws(len(rows)), avoid)
     assert set(values.to_list()) <= set(years[1:])
 
 
