@@ -49,15 +49,16 @@ def main() -> None:
         episodes.select("episode_id", "answer_type", "documents", "doc_claims", "doc_corruption")
         .explode("documents", "doc_claims", "doc_corruption")
         .collect()
+        .with_columns(
+            denied=pl.struct("documents", "doc_claims", "answer_type").map_elements(
+                lambda d: denied(d["documents"]["content"], d["doc_claims"], d["answer_type"]), return_dtype=pl.String
+            )
+        )
     )
     corrupt = docs.filter(pl.col("doc_corruption") != "none")
     claimed = corrupt.group_by("episode_id").agg(corrupt_claims=pl.col("doc_claims"))
     inverted = corrupt.filter(pl.col("doc_corruption") == "inversion").select("episode_id", inversion="doc_claims")
-    clean = docs.filter(pl.col("doc_corruption") == "none").with_columns(
-        denied=pl.struct("documents", "doc_claims", "answer_type").map_elements(
-            lambda d: denied(d["documents"]["content"], d["doc_claims"], d["answer_type"]), return_dtype=pl.String
-        )
-    )
+    clean = docs.filter(pl.col("doc_corruption") == "none")
     clean = clean.join(claimed, on="episode_id", how="left").join(inverted, on="episode_id", how="left")
     clean = clean.with_columns(
         corrupt=pl.col("corrupt_claims").list.contains(pl.col("denied")).fill_null(False),
@@ -73,9 +74,20 @@ def main() -> None:
             "all": clean.select(**share).row(0, named=True),
         },
         "clean_documents_denying_the_inversions_claim_percent": round(100 * clean["inversion"].mean(), 1),
+        "quantities_denied_past_3x_the_claim": far_denials(docs.filter(pl.col("answer_type") == "quantity")),
     }
     json.dump(result, sys.stdout, indent=2)
     print()
+
+
+def far_denials(docs: pl.DataFrame) -> dict:
+    """The documents whose denied value lies more than 3x above or below their claim (corruption's
+    NEIGHBOUR_MAX_RATIO), and the farthest."""
+    value = {name: pl.col(name).str.replace_all(",", "").cast(pl.Float64) for name in ("doc_claims", "denied")}
+    ratio = pl.max_horizontal(value["doc_claims"] / value["denied"], value["denied"] / value["doc_claims"])
+    far = docs.with_columns(ratio=ratio).filter(pl.col("ratio") > 3).sort("ratio", descending=True)
+    farthest = far.select("doc_claims", "denied", pl.col("ratio").round(1)).head(1).to_dicts()
+    return {"documents": len(far), "of": len(docs), "farthest": farthest[0] if farthest else None}
 
 
 if __name__ == "__main__":

