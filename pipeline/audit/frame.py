@@ -13,7 +13,11 @@ from pipeline.schema import ANSWER_TYPES, CORRUPTION_LEVELS
 from pipeline.validate import read_manifest
 
 MIN_GROUP = 100  # corrupt and clean documents a group needs before it is judged (fewer: too noisy)
-_COLUMNS = ["episode_id", "answer_type", "documents", "doc_corruption", "doc_claims"]
+# ...and the facts its clean documents are about: a fact's clean documents all claim its answer, so a group of a few
+# dozen facts is a few dozen samples, however many documents (a small world's text answers, 72 facts, reached
+# 0.61-0.63 on the claim's text: which strings are one split's answers and another's wrong claims).
+MIN_FACTS = 100
+_COLUMNS = ["episode_id", "fact_id", "answer_type", "documents", "doc_corruption", "doc_claims"]
 
 
 def read_split(root: Path, split: str, limit: int | None = None) -> pa.Table:
@@ -32,7 +36,7 @@ def read_split(root: Path, split: str, limit: int | None = None) -> pa.Table:
 
 
 def document_frame(episodes: pa.Table) -> pl.DataFrame:
-    """One row per document: episode_id, answer_type, doc_id, title, content, kind, claim, corrupt.
+    """One row per document: episode_id, fact_id, answer_type, doc_id, title, content, kind, claim, corrupt.
 
     The answer type is a hidden column, but every document is read beside its question, which tells it."""
     return (
@@ -63,10 +67,12 @@ def type_groups(documents: pl.DataFrame, name: str, pick: np.ndarray) -> dict[st
     return {(kind if name == "all" else f"{kind}/{name}"): (answer_type == kind) & pick for kind in ANSWER_TYPES}
 
 
-def judged(groups: dict[str, np.ndarray], corrupt: np.ndarray) -> dict[str, np.ndarray]:
-    """The groups with at least `MIN_GROUP` corrupt and `MIN_GROUP` clean documents."""
+def judged(groups: dict[str, np.ndarray], corrupt: np.ndarray, facts: np.ndarray) -> dict[str, np.ndarray]:
+    """The groups with at least `MIN_GROUP` corrupt and `MIN_GROUP` clean documents, whose clean documents are about
+    at least MIN_FACTS facts (`facts`: each document's fact_id)."""
     return {
         name: pick
         for name, pick in groups.items()
         if min(np.count_nonzero(corrupt & pick), np.count_nonzero(~corrupt & pick)) >= MIN_GROUP
+        and len(np.unique(facts[~corrupt & pick])) >= MIN_FACTS
     }

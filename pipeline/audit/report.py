@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipeline.audit.frame import MIN_FACTS, MIN_GROUP
 from pipeline.audit.scoring import AuditReport, separation
 from pipeline.schema import CORRUPTION_LEVELS
 
@@ -47,6 +48,7 @@ def card_section(report: AuditReport) -> str:
         "(also scored within each answer type), and one per corruption kind, learned and scored on that kind's "
         "documents against the clean documents of the same episodes (also within each answer type). A cue is judged "
         "by its separation max(AUC, 1 − AUC), whichever side it ranks first: 0.5 is chance, and an AUC of 0.38 is as "
-        f"much a tell as 0.62. The limit is {report.limit}; groups with fewer than 100 corrupt or clean documents are "
-        f"not judged. {verdict}\n\n{markdown(report)}\n"
+        f"much a tell as 0.62. The limit is {report.limit}; groups with fewer than {MIN_GROUP} corrupt or clean "
+        f"documents, or whose clean documents are about fewer than {MIN_FACTS} facts, are not judged. {verdict}"
+        f"\n\n{markdown(report)}\n"
     )

@@ -101,6 +101,7 @@ def run_cue(cue: Cue, train: pl.DataFrame, evaluation: pl.DataFrame, top: int = 
     """Fit `cue`'s models on `train` documents (corrupt vs clean) and score them on `evaluation`'s groups."""
     fit_inputs, inputs = cue.inputs(train), cue.inputs(evaluation)
     fit_corrupt, corrupt = train["corrupt"].to_numpy(), evaluation["corrupt"].to_numpy()
+    facts = evaluation["fact_id"].to_numpy()
     fit_picks = {"all": np.ones(train.height, dtype=bool), **kind_groups(train)}
     picks = {"all": np.ones(evaluation.height, dtype=bool), **kind_groups(evaluation)}
     corrupt_features, clean_features, auc, examples = {}, {}, {}, {}
@@ -110,7 +111,7 @@ def run_cue(cue: Cue, train: pl.DataFrame, evaluation: pl.DataFrame, top: int = 
         score = np.zeros(evaluation.height)
         score[held] = model.decision_function(_take(inputs, held))
         corrupt_features[name], clean_features[name] = _features(model, top)
-        for group, within in judged({name: pick} | type_groups(evaluation, name, pick), corrupt).items():
+        for group, within in judged({name: pick} | type_groups(evaluation, name, pick), corrupt, facts).items():
             auc[group] = round(float(roc_auc_score(corrupt[within], score[within])), 4)
             if separation(auc[group]) > AUC_LIMIT:
                 examples[group] = _examples(

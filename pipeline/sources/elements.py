@@ -14,21 +14,22 @@ import polars as pl
 from pipeline.sources.common import FactRows
 
 SOURCE = "elements"
-# The British spelling of a name is as true as periodictable's American one.
-OTHER_SPELLINGS = {"aluminum": ["aluminium"], "cesium": ["caesium"], "sulfur": ["sulphur"]}
+# The British spelling of a name is as true as periodictable's American one, and tungsten's other name (its symbol's).
+OTHER_SPELLINGS = {"aluminum": ["aluminium"], "cesium": ["caesium"], "sulfur": ["sulphur"], "tungsten": ["wolfram"]}
 
 
 def atomic_mass(mass: float) -> tuple[str, list[str]]:
-    """Three decimals at most ('1.008', '4.003', '294'); the one- and two-decimal roundings that differ from it are
-    aliases ('1.01' and '1'; '4' once). Rounded half up from the decimal the table gives: the float 50.9415 lies below
-    its half, and vanadium's mass came out 50.941 where every table writes 50.942."""
+    """Three decimals at most ('1.008', '4.003', '22.99'); the roundings to two, one and no decimals are aliases, each
+    also as tables print it, its zeros kept ('22.990', '23.0'): iron's '55.845', '55.85', '55.8', '56'. Rounded half
+    up from the decimal the table gives: the float 50.9415 lies below its half, and vanadium's mass came out 50.941
+    where every table writes 50.942."""
 
-    def fmt(places: int) -> str:
-        rounded = Decimal(repr(mass)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-        return f"{rounded:f}".rstrip("0").rstrip(".")
+    def printed(places: int) -> str:
+        return f"{Decimal(repr(mass)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):f}"
 
-    answer = fmt(3)
-    return answer, [alias for alias in dict.fromkeys((fmt(2), fmt(1))) if alias != answer]
+    forms = [printed(places) for places in (3, 2, 1, 0)]
+    plain = [form.rstrip("0").rstrip(".") if "." in form else form for form in forms]  # "22.990": "22.99"
+    return plain[0], [alias for alias in dict.fromkeys(plain + forms) if alias != plain[0]]
 
 
 def facts() -> pl.DataFrame:

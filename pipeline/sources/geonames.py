@@ -66,14 +66,21 @@ OTHER_CAPITALS = {
     "PW": ["Ngerulmud"],  # the seat of government since 2006, in Melekeok State, whose village GeoNames lists
     "BI": ["Bujumbura"],  # the economic capital by the law that made Gitega the political one (2019)
 }
-# Other names of a capital named like its country: "Luxembourg City" is Luxembourg's capital as "Kuwait City" is
-# Kuwait's, and "Kuwait" names it too.
+# Other names of a capital: of one named like its country ("Luxembourg City" is Luxembourg's capital as "Kuwait City"
+# is Kuwait's, and "Kuwait" names it too), and the spellings English text uses beside GeoNames' (the normalisation
+# drops a hyphen without a space: "Port-of-Spain" is no "Port of Spain").
 CAPITAL_NAMES = {
     "DJ": ["Djibouti City"],
     "KW": ["Kuwait"],
     "LU": ["Luxembourg City"],
     "MC": ["Monaco-Ville"],
     "SM": ["City of San Marino"],
+    "KI": ["South Tarawa"],
+    "MD": ["Chișinău"],
+    "MM": ["Naypyitaw"],
+    "MN": ["Ulan Bator"],
+    "TT": ["Port-of-Spain"],
+    "XK": ["Prishtina"],
 }
 # Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted by its
 # code and its name.
@@ -87,6 +94,18 @@ OTHER_CURRENCIES = {
     "PS": ["JOD"],
     "SZ": ["ZAR"],
     "ZW": ["USD"],
+    "FK": ["GBP"],  # the Falkland Islands pound, the Saint Helena pound and the Gibraltar pound are at par with
+    "SH": ["GBP"],  # sterling, which circulates beside them
+    "GI": ["GBP"],
+    "IO": ["GBP"],  # the territory's official currency; GeoNames names the US dollar, which is used there
+}
+# A local issue of the currency, at par with it: its name is true too.
+LOCAL_CURRENCY_NAMES = {
+    "JE": ["Jersey Pound"],
+    "GG": ["Guernsey Pound"],
+    "IM": ["Manx Pound"],
+    "CK": ["Cook Islands Dollar"],
+    "FO": ["Faroese Króna"],
 }
 # Currencies changed after the packaged data was made: the country's (code, GeoNames name) today.
 CHANGED_CURRENCIES = {"BG": ("EUR", "Euro")}  # Bulgaria adopted the euro on 1 January 2026; the lev is withdrawn
@@ -98,6 +117,14 @@ OTHER_CURRENCY_NAMES = {  # besides CLDR's name and GeoNames'
     "XOF": ["CFA Franc"],  # the name both CFA francs share in English text; each country uses one
     "XAF": ["CFA Franc"],
     "AED": ["UAE Dirham", "Emirati Dirham"],
+    "RUB": ["Russian Rouble"],  # the British spelling
+    "BYN": ["Belarusian Rouble"],
+    "PLN": ["Polish Złoty"],  # CLDR's "Polish Zloty"; "ł" is a letter of its own, which normalisation keeps
+    "PYG": ["Paraguayan Guaraní"],
+    "UZS": ["Uzbek Som"],  # CLDR's "Uzbekistani Som"
+    "KRW": ["Korean Won"],
+    "GHS": ["Ghana Cedi"],  # ISO 4217's name; CLDR's "Ghanaian Cedi"
+    "FJD": ["Fiji Dollar"],
     "ILS": ["New Israeli Shekel", "Israeli Shekel"],  # CLDR's "Israeli New Shekel"
     "BAM": ["Convertible Mark", "Bosnia and Herzegovina Convertible Mark"],
     "ZWG": ["ZiG"],  # the name on its notes and in the news
@@ -136,7 +163,9 @@ OTHER_COUNTRY_NAMES = {
     "CN": ["People's Republic of China", "PRC"],
     "CV": ["Cape Verde"],
     "CZ": ["Czech Republic"],
-    "GB": ["UK"],
+    "AE": ["UAE"],
+    "GB": ["UK", "Britain"],
+    "IE": ["Republic of Ireland"],
     "KR": ["Republic of Korea"],
     "MK": ["Macedonia"],
     "MM": ["Burma"],
@@ -159,6 +188,29 @@ QUESTION_NAMES = {"GE": "the country Georgia"}
 # within TWIN_KM of a bigger one is the same town listed twice or a part of it (South Boston, 571,281 people: the
 # whole city's; Magdeburg's Neue Neustadt; Camayenne by Conakry): only the bigger is kept.
 DISTRICT_KM, DISTRICT_RATIO = 8.0, 3
+# Parts of a city the distances miss, found by reading: Pest (Budapest east of the Danube, most of its people, 3.2 km
+# from its centre), Bangkok's outer districts, Dubai's and Abu Dhabi's quarters, Delhi's Najafgarh, Philippine
+# barangays, Kremenchuk's and Zhytomyr's districts, Can Tho's Thoi Lai, Van Nuys (Los Angeles), Manukau City (merged
+# into Auckland in 2010), and two English districts that are no towns (Mendip, abolished in 2023; Sutton Coldfield).
+CITY_PARTS = frozenset(
+    {"3046446", "7026776", "13494069", "1608258", "7026886", "11048853", "11524601", "12042053", "292261", "8469788"}
+    | {"1262111", "13060482", "1684269", "1692520", "1701500", "12167218", "711874", "5405693", "2187404", "1565157"}
+    | {"6947756", "2636486"}
+)
+# A city-state is one city: GeoNames' places in Singapore are its new towns and planning areas (Ang Mo Kio New Town).
+CITY_STATES = frozenset({"SG"})
+# Cities whose name English text gives a better-known place elsewhere, under another spelling in GeoNames or not
+# listed there: "In which country is Odessa?" means Ukraine's Odesa to most readers, not the one in Texas. Not asked.
+NAMESAKES = frozenset(
+    {
+        "5527554",  # Odessa, Texas (Odesa, Ukraine)
+        "5324200",  # Antioch, California (ancient Antioch, now Antakya, Turkey)
+        "99106",  # Al Madinah, Iraq (Medina, Saudi Arabia)
+        "1265157",  # Lalitpur, India (Lalitpur or Patan, Nepal)
+        "1869012",  # Sunch'on, North Korea (Suncheon, South Korea)
+        "2482572",  # Saida, Algeria (Saida or Sidon, Lebanon)
+    }
+)
 _REGION = re.compile(r" (County|Province|District|Prefecture|Governorate|Region|Municipality)$")
 # A name without its word for "city" ("Bago City" is Bago to its readers, "Anyang-si" Anyang, "Nara-shi" Nara, and
 # China's "Yulinshi" Yulin): a separate word, or "shi" run on in China ("Buhesi" in Uganda is no "Buhe").
@@ -168,7 +220,7 @@ METRO_KM, METRO_MAX_KM = 8.0, 25.0
 TWIN_KM = 3.0
 # A population GeoNames gives in whole ten thousands is an estimate, not a count (Ukraine's 40,000,000, Kinshasa's
 # 16,000,000, Battagram's 700,000, Dubai Marina's 120,000): no question asks it, so that no answer is a placeholder.
-# A count ends in 0000 once in ten thousand; 143 of the 4,585 cities asked before did.
+# A count ends in 0000 once in ten thousand; 138 of 4,548 cities' populations do.
 ROUNDED_POPULATION = 10_000
 # Places of fewer people are left out (Antarctica, Bouvet Island, the French Southern Territories, Pitcairn): the
 # documents' country fillers give each place an economy, a culture and sights worth seeing.
@@ -195,6 +247,9 @@ OTHER_CONTINENTS = {
     "TR": "Europe",
     "TT": "South America",
 }
+# The countries of the continent that the seven-continent model English-speaking schools teach names "Australia", which
+# GeoNames counts in Oceania: that name is true too.
+SAHUL = frozenset({"AU", "PG"})
 _THE = re.compile(THE_COUNTRIES)
 _NO_THE = re.compile(r"^(South Georgia|Heard Island) and ")  # "Heard Island and McDonald Islands", no article
 # Letters beyond Latin-1 in a city's name are transliteration marks ("Kāzerūn", "Naz̧arābād", "Qā’em Shahr"), which
@@ -307,8 +362,9 @@ def country_facts(
     code, listed = CHANGED_CURRENCIES.get(iso, (country["currencycode"], country["currencyname"].strip()))
     listed = GEONAMES_CURRENCY_NAMES.get(code, listed)
     continent, other_continent = CONTINENTS[country["continentcode"]], OTHER_CONTINENTS.get(iso)
+    continents = [other_continent] * bool(other_continent) + ["Australia"] * (iso in SAHUL)
     question = f"On which continent {'are' if _PLURAL.search(where) else 'is'} {where}?"
-    facts = [("continent", question, continent, [other_continent] * bool(other_continent), "place")]
+    facts = [("continent", question, continent, continents, "place")]
     if capital and iso not in CONTESTED_CAPITALS | CITY_TERRITORIES:
         others = OTHER_CAPITALS.get(iso, []) + CAPITAL_NAMES.get(iso, [])
         facts.append(("capital", f"What is the capital of {where}?", capital, others, "place"))
@@ -323,6 +379,7 @@ def country_facts(
             *[listed] * (listed not in (currency, *generic)),
             *[get_currency_name(code, locale="en")] * (code in CURRENCY_NAMES),
             *OTHER_CURRENCY_NAMES.get(code, []),
+            *LOCAL_CURRENCY_NAMES.get(iso, []),
             *(currency_name(other, other) for other in other_codes),
         ]
         # each name also with "the", as every document writes a currency: the scorer keeps the article
@@ -402,12 +459,14 @@ def facts() -> pl.DataFrame:
     name_counts = Counter(keys.values())
     country_names = {name_key(c["name"]) for c in listed.values()}
     large = {geonameid: city for geonameid, city in cities.items() if city["population"] >= MIN_CITY_POPULATION}
-    parts, shared = districts(list(large.values())), shared_names(cities, keys)
+    parts, shared = districts(list(large.values())) | CITY_PARTS, shared_names(cities, keys)
     for geonameid, city in sorted(cities.items(), key=lambda item: int(item[0])):
         name, country, key = names[geonameid], countries.get(city["countrycode"]), keys[geonameid]
         if geonameid not in large or name_counts[key] > 1 or key in country_names or not country:
             continue
-        if geonameid in parts or geonameid in shared:  # a district of a bigger city; a name another city takes
+        if geonameid in parts or city["countrycode"] in CITY_STATES:  # a part of a bigger city
+            continue
+        if geonameid in shared or geonameid in NAMESAKES:  # a name another city takes
             continue
         if name[:1].isdigit() or _REGION.search(name) or "," in name:  # "6th of October City" would open sentences
             continue  # with a digit; "Longling County" is no city, "Mianzhu, Deyang, Sichuan" names its province

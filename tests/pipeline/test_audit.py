@@ -10,9 +10,11 @@ import pytest
 from pipeline.audit import (
     AUC_LIMIT,
     CUES,
+    MIN_FACTS,
     audit,
     card_section,
     document_frame,
+    judged,
     markdown,
     read_split,
     separation,
@@ -192,3 +194,13 @@ def test_without_scikit_learn_the_import_names_the_extra():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert run.returncode == 1
     assert "pip install 'contextcorruption[audit]'" in run.stderr.splitlines()[-1]
+
+
+def test_a_group_is_judged_only_with_enough_documents_and_facts():
+    """A fact's clean documents all claim its answer: 300 of them about 3 facts are 3 samples, not 300."""
+    corrupt = np.r_[np.ones(300, dtype=bool), np.zeros(300, dtype=bool)]
+    facts = np.array([f"fact {i % MIN_FACTS}" for i in range(600)])
+    few = np.array([f"fact {i % 3}" for i in range(600)])
+    everything, small = np.ones(600, dtype=bool), np.r_[np.ones(350, dtype=bool), np.zeros(250, dtype=bool)]
+    assert set(judged({"all": everything, "small": small}, corrupt, facts)) == {"all"}  # 50 clean documents
+    assert judged({"all": everything}, corrupt, few) == {}

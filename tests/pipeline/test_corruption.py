@@ -192,6 +192,24 @@ def test_an_entity_claim_whose_near_misses_are_taken_widens_its_near_miss_and_ne
     assert ((numbers <= 5 * corruption.NEIGHBOUR_MAX_RATIO) & (numbers >= 5 / corruption.NEIGHBOUR_MAX_RATIO)).all()
 
 
+def test_a_count_whose_neighbours_are_all_refused_never_goes_far_when_its_scan_begins(pools):
+    """Once SPREAD_ROUNDS twice over have found no free neighbour (each refused: too close, taken within the episode),
+    a ranked number's draws scan its group's values, which lie anywhere: one past NEIGHBOUR_MAX_RATIO takes a near miss
+    instead, as a far neighbour does (a clean document denied Jolo's 101,002 people as Pest's 1,001,748)."""
+    counts = [101_002, 150_317] + [1_000_003 + 10_007 * i for i in range(60)]
+    truths = corruption.truths(_facts([(f"{c:,}", [], "quantity", "city_population") for c in counts]), pools)
+    assert truths.ranked[0]
+    rows = np.zeros(400, dtype=np.int64)
+    u = np.random.default_rng(3).random((len(rows), corruption.U_COLUMNS))
+    truth = (truths.value[rows], truths.decimals[rows])
+    for level in (ENTITY, INVERSION):
+        values, _, _, read = corruption.claims(
+            truths, rows, np.full(len(rows), level), u, 2 * corruption.SPREAD_ROUNDS, truth
+        )
+        far = read > 101_002 * corruption.NEIGHBOUR_MAX_RATIO
+        assert not far.any(), values.filter(far).head(3)
+
+
 def test_a_near_miss_stays_in_its_relations_range_and_keeps_a_decimal(pools):
     """A redraw's long move that leaves the birth years' range both ways lands inside it (a birth year past every
     true one, only ever a corrupt document's, was a tell), and a near miss of a number with decimals is never whole

@@ -46,24 +46,27 @@ def test_atomic_mass_is_asked_only_of_elements_with_a_standard_atomic_weight(fac
     assert not {"What is the atomic mass of americium?", "What is the atomic mass of dubnium?"} & set(questions)
 
 
-def test_british_spellings_of_element_names_are_accepted(facts):
+def test_british_spellings_and_other_names_of_elements_are_accepted(facts):
     aluminium = facts.filter(pl.col("fact_id") == "elements:symbol_element:Al").row(0, named=True)
     assert (aluminium["answer"], aluminium["answer_aliases"]) == ("aluminum", ["aluminium"])
+    tungsten = facts.filter(pl.col("fact_id") == "elements:symbol_element:W").row(0, named=True)
+    assert (tungsten["answer"], tungsten["answer_aliases"]) == ("tungsten", ["wolfram"])
 
 
 @pytest.mark.parametrize(
     ("mass", "answer", "aliases"),
     [
-        (1.008, "1.008", ["1.01", "1"]),
-        (4.002602, "4.003", ["4"]),
-        (294.0, "294", []),
-        (6.94, "6.94", ["6.9"]),
+        (1.008, "1.008", ["1.01", "1", "1.0"]),
+        (4.002602, "4.003", ["4", "4.00", "4.0"]),
+        (294.0, "294", ["294.000", "294.00", "294.0"]),
+        (6.94, "6.94", ["6.9", "7", "6.940"]),
+        (22.98976928, "22.99", ["23", "22.990", "23.0"]),  # as tables print it: "22.990"
         # half up from the decimal the table gives: as floats these rounded down (50.941, 24.3, 55.84, 157.2, 173.04)
-        (50.9415, "50.942", ["50.94", "50.9"]),
-        (24.305, "24.305", ["24.31", "24.3"]),
-        (55.845, "55.845", ["55.85", "55.8"]),
-        (157.25, "157.25", ["157.3"]),
-        (173.045, "173.045", ["173.05", "173"]),
+        (50.9415, "50.942", ["50.94", "50.9", "51"]),
+        (24.305, "24.305", ["24.31", "24.3", "24"]),
+        (55.845, "55.845", ["55.85", "55.8", "56"]),
+        (157.25, "157.25", ["157.3", "157", "157.250"]),
+        (173.045, "173.045", ["173.05", "173", "173.0"]),
     ],
 )
 def test_atomic_mass_rounding(mass, answer, aliases):
