@@ -4,8 +4,9 @@ Names come from the build's Faker pools (`pipeline.pools`), recombined so every 
 name; attributes are counter-based draws (`pipeline.randomness`) keyed by the entity's index, so
 entity k is the same whatever the entity count. Every (subject, relation) has exactly one answer,
 and the world is consistent: employers are fictional companies, founders are fictional people born
-20–40 years before the company was founded. Person k works for a company numbered below k and company
-k was founded by a person numbered k or below, so both exist and neither depends on the entity count.
+20–40 years before the company was founded, and no company employs more people than its head count says. Person
+k works for a company numbered below k and company k was founded by a person numbered k or below, so both exist and
+neither depends on the entity count.
 """
 
 from __future__ import annotations
@@ -117,6 +118,16 @@ def employee_counts(seed: int, ids: np.ndarray) -> np.ndarray:
     return (np.round(raw / scale) * scale).astype(np.int64)
 
 
+def _staff(seed: int, people: int, companies: int) -> np.ndarray:
+    """How many of `people` people work for each of the first `companies` companies. Counted over the largest world
+    the pools allow, it bounds a company's head count whatever the entity count: person k works for a company below
+    k, so the first ones employ the most (company 3, of 5 employees, had 10 people working for it)."""
+    ids = np.arange(people)
+    return np.bincount(randomness.integers(seed, ids, SLOT_EMPLOYER, np.maximum(ids, 1)), minlength=companies)[
+        :companies
+    ]
+
+
 def _facts(kind: str, entities: pl.DataFrame, relations: tuple[tuple[str, str, str], ...]) -> pl.DataFrame:
     """One fact per (entity, relation): `entities` has k, name, and per relation an answer column (aliases in
     `<relation>_aliases` when the relation has any)."""
@@ -171,7 +182,8 @@ def facts(seed: int, entities: int, pools: Pools | None = None) -> pl.DataFrame:
         }
     )
     founders = randomness.integers(seed, companies, SLOT_FOUNDER, companies + 1)
-    staff_text = [quantity(n) for n in employee_counts(seed, companies).tolist()]
+    staff = np.maximum(employee_counts(seed, companies), _staff(seed, (most + 1) // 2, len(companies)))
+    staff_text = [quantity(n) for n in staff.tolist()]
     company_frame = pl.DataFrame(
         {
             "k": companies,

@@ -150,3 +150,18 @@ def test_hyphenated_company_names_also_accept_the_spaced_spelling(facts):
     assert named.height > 10
     for answer, aliases in named.select("answer", "answer_aliases").iter_rows():
         assert normalize(answer.replace("-", " ")) in accepted_answers(answer, aliases), (answer, aliases)
+
+
+def test_no_company_has_fewer_employees_than_the_people_who_work_for_it(pools):
+    """Low-numbered companies employ most people (person k works for one below k): company 3 with 5 employees had 10
+    people working for it. Whatever the entity count, since the bound counts the largest world the pools allow."""
+    for entities in (401, 20_000):
+        facts = synthetic.facts(SEED, entities, pools)
+        staff = facts.filter(pl.col("relation") == "employer")["answer"].value_counts(name="people")
+        counts = facts.filter(pl.col("relation") == "employees").select(
+            answer=pl.col("subject"), employees=pl.col("answer").str.replace_all(",", "").cast(pl.Int64)
+        )
+        joined = staff.join(counts, on="answer")
+        assert joined.height == staff.height and (joined["people"] <= joined["employees"]).all(), joined.filter(
+            pl.col("people") > pl.col("employees")
+        )
