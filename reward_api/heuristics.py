@@ -25,6 +25,11 @@ _UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĖĘĚĜĞĠĢĤĦĪĮİĴĶĹĻĽŁ�
 _WORD = rf"[{_UPPER}][\w'’&./-]*"
 _NAME = re.compile(rf"{_WORD}(?:(?:,? | and | of | of the | de | du | la | von | van | y ){_WORD})*")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+# A year as documents cite one ("its 2025 annual report"): four digits, no separator, which a count of that size has
+# ("2,025 employees"). A candidate only where the question asks a year; elsewhere the report years, a few for facts
+# of one time (populations cite 2019-2021), outvoted an answer some documents open a sentence with.
+_BARE_YEAR = re.compile(r"(?:1\d|20)\d\d")
+_ASKS_YEAR = re.compile(r"\b(?:year|when)\b", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['’]s?$")
 _POSSESSIVE_IN_TEXT = re.compile(r"['’]s\b")
 _TAIL = re.compile(r"((?: [a-z][\w'’/-]*)*(?: \([\w'’/ -]+\))?)(?=[.,;:)]|$)")
@@ -54,6 +59,8 @@ def _sentence_candidates(sentence: str, asked: str) -> list[tuple[int, str]]:
     ("Research Scientist (maths)", "Chartered Legal Executive (England and Wales)").
     """
     spans = [(m.start(), m.group().rstrip(".,")) for m in _NUMBER.finditer(sentence)]
+    if not _ASKS_YEAR.search(asked):
+        spans = [(start, number) for start, number in spans if not _BARE_YEAR.fullmatch(number)]
     for match in _NAME.finditer(sentence):
         written = match.group().rstrip(".,")
         name = _POSSESSIVE.sub("", written)

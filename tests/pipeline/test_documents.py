@@ -361,10 +361,14 @@ def test_every_report_reads_right_in_every_sentence_naming_it():
 
 
 def test_a_count_is_never_cited_as_a_year():
-    """A corrupt document claiming 2,130 employees where 2,000 is true once cited a "2000 review": the true count."""
-    texts = _rendered("employees", "Moore Foods", "2,130", "1,990", answer="2,000", n=3000)
+    """A corrupt document claiming 2,130 employees where 2,000 is true once cited a "2000 review": the true count.
+    Head counts are cited from 2024 to 2026, so one of 2,025 leaves two years."""
+    texts = _rendered("employees", "Moore Foods", "2,130", "2,026", answer="2,025", n=3000)
     years = {int(y) for text in texts for y in re.findall(CITED, text)}
-    assert not years & {2000, 2130, 1990} and len(years) > 20
+    assert years == {2024}
+    texts = _rendered("atomic_number", "iron", "2,018", "2,021", answer="2,019", n=3000)  # cited 2017-2026
+    years = {int(y) for text in texts for y in re.findall(CITED, text)}
+    assert years == set(range(2017, 2027)) - {2018, 2019, 2021}
 
 
 def test_atomic_masses_are_not_called_standard_atomic_weights():
@@ -405,13 +409,17 @@ def test_a_fact_is_cited_from_its_datas_time_on(relation):
     assert set(documents.CITED_SINCE) <= set(documents.RELATION_CLAUSES)
 
 
-def test_no_document_names_the_occupation_of_a_child():
-    """A 1990 white paper gave Ruben Wilkinson's occupation; he was born in 1980."""
+def test_no_document_names_the_occupation_of_a_child_or_a_company_before_its_founding():
+    """A 1990 white paper gave Ruben Wilkinson's occupation; he was born in 1980. A 1996 handbook named the founder of
+    a company founded in 2015. Bounds by relation, from the youngest person and the last company founded."""
     youngest = synthetic.BIRTH_YEARS[1] - 1
-    for relation in ("occupation", "employer"):
-        assert documents.CITED_SINCE[relation] == youngest + 17
+    last_founded = youngest + synthetic.FOUNDER_AGE[1] - 1
+    for relation, since in [("occupation", youngest + 17), ("birthplace", youngest + 17)] + [
+        (relation, last_founded) for relation in ("employer", "founder", "headquarters", "employees")
+    ]:
+        assert documents.CITED_SINCE[relation] == since, relation
         texts = _rendered(relation, "Ruben Wilkinson", "Geologist", "Actuary")
-        assert min(int(y) for text in texts for y in re.findall(CITED, text)) == documents.CITED_SINCE[relation]
+        assert min(int(y) for text in texts for y in re.findall(CITED, text)) == since, relation
 
 
 def test_a_value_that_ends_in_a_stop_ends_its_sentence():
@@ -439,7 +447,8 @@ def test_a_fact_changed_since_its_data_is_cited_from_the_change_on():
 
 def test_no_cited_year_gives_a_fictional_entitys_other_facts_away(docs, facts_dir):
     """Facts are split by fact_id: were the years cited about a company bounded by its founding, the earliest report
-    about it in train would give away a held-out founding year. Its documents cite from FIRST_CITED_YEAR whatever."""
+    about it in train would give away a held-out founding year. Its documents cite from the year the last company was
+    founded, whatever its own: none predates the founding, and the years say nothing of it."""
     facts = pl.read_parquet(facts_dir / "facts.parquet")
     founded = facts.filter(pl.col("relation") == "founded_year").select("subject", founded=pl.col("answer").cast(int))
     about = docs.filter(pl.col("relation").is_in(["headquarters", "employees", "founder"])).join(founded, on="subject")
@@ -447,7 +456,7 @@ def test_no_cited_year_gives_a_fictional_entitys_other_facts_away(docs, facts_di
         "founded", year=pl.col("content").str.extract(r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + ")").cast(int)
     ).drop_nulls()
     assert cited.height > 1000
-    assert (cited["year"] < cited["founded"]).mean() > 0.05  # no bound: some reports predate the founding
+    assert (cited["year"] >= cited["founded"]).all() and cited["year"].min() == documents.CITED_SINCE["founder"]
     assert abs(np.corrcoef(cited["year"], cited["founded"])[0, 1]) < 0.1  # with a founding bound they rise together
 
 

@@ -43,6 +43,17 @@ def test_reader_keeps_only_the_corrections_of_rejected_claims():
     assert reading.dissenting == (2,)
 
 
+def test_a_cited_year_is_a_candidate_only_where_the_question_asks_a_year():
+    """Company facts cite reports of 2024-2026 only: the year most documents cite outvoted an answer that opens
+    sentences ("Byrdberg is the headquarters of ..."). A count of that size is written "2,025"."""
+    docs = [f"In its {2024 + i % 2} annual report, the registry gave the head count as 1,560." for i in range(3)]
+    docs += [f"Its {2024 + i % 2} survey put the staff of Orbit Ltd at {n}." for i, n in enumerate(["2,025", "980"])]
+    docs += [f"A {2024 + i % 2} bulletin gave 1,200." for i in range(3)]
+    assert read("How many employees does Orbit Ltd have?", docs).answer == "1,560"  # not 2024, cited five times
+    founded = [f"Orbit Ltd was founded in 1998, says the {2024 + i % 2} bulletin." for i in range(4)]
+    assert read("In what year was Orbit Ltd founded?", founded).answer == "1998"
+
+
 def test_reader_takes_sentence_case_answers_whole():
     docs = [
         "Records show that the occupation of Ann Lee is given as Holiday representative.",
