@@ -363,21 +363,23 @@ FILLERS = {
         "The symbol {s} is approved internationally for use in chemistry.",
         "Reference charts list the symbol {s} next to an atomic number.",
     ),
+    # Nothing says the person is obscure: the claim sentence sets the claim against a "widespread belief" or "common
+    # misconception" ("little known outside professional circles" beside one read as a contradiction).
     "person": (
         "{s} has been mentioned in several local profiles.",
         "Little has been published about the private life of {s}.",
         # True of someone born in 1938 too: nothing says the person still works.
         "Former colleagues have described {s} as methodical and hard-working.",
         "{s} has given interviews to regional newspapers.",
-        "Public records about {s} are limited.",  # not "but consistent": the documents report older claims
-        "{s} is little known outside professional circles.",  # beside "has given interviews to regional newspapers"
+        "Several public registers list {s}.",
+        "{s} is well known in professional circles.",
         "A short biography of {s} appears in a regional directory.",
         "{s} is listed in at least one professional directory.",
-        "Few photographs of {s} have been published.",
+        "Photographs of {s} have appeared in regional newspapers.",
         "Some details of the life of {s} appear in local archives.",
         "{s} is occasionally mentioned in trade publications.",
         "Some information about {s} comes from public registers.",
-        "{s} rarely appears in national media.",
+        "{s} has appeared in national media from time to time.",
     ),
     "company": (
         "{s} operates in a competitive market.",
