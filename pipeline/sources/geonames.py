@@ -188,29 +188,44 @@ QUESTION_NAMES = {"GE": "the country Georgia"}
 # within TWIN_KM of a bigger one is the same town listed twice or a part of it (South Boston, 571,281 people: the
 # whole city's; Magdeburg's Neue Neustadt; Camayenne by Conakry): only the bigger is kept.
 DISTRICT_KM, DISTRICT_RATIO = 8.0, 3
-# Parts of a city the distances miss, found by reading: Pest (Budapest east of the Danube, most of its people, 3.2 km
-# from its centre), Bangkok's outer districts, Dubai's and Abu Dhabi's quarters, Delhi's Najafgarh, Philippine
-# barangays, Kremenchuk's and Zhytomyr's districts, Can Tho's Thoi Lai, Van Nuys (Los Angeles), Manukau City (merged
-# into Auckland in 2010), and two English districts that are no towns (Mendip, abolished in 2023; Sutton Coldfield).
-CITY_PARTS = frozenset(
-    {"3046446", "7026776", "13494069", "1608258", "7026886", "11048853", "11524601", "12042053", "292261", "8469788"}
-    | {"1262111", "13060482", "1684269", "1692520", "1701500", "12167218", "711874", "5405693", "2187404", "1565157"}
-    | {"6947756", "2636486"}
-)
+# Parts of a city the distances miss, found by reading (geonameid: what it is): Pest holds most of Budapest's people
+# 3.2 km from its centre.
+CITY_PARTS = {
+    "3046446": "Pest, Budapest east of the Danube",
+    "7026776": "Bueng Kum, a district of Bangkok",
+    "13494069": "Khlong Sam Wa, a district of Bangkok",
+    "1608258": "Nong Chok, a district of Bangkok",
+    "7026886": "Sai Mai, a district of Bangkok",
+    "11048853": "Dubai Investments Park, Dubai",
+    "11524601": "Jebel Ali, Dubai",
+    "292261": "Dayrah (Deira), Dubai",
+    "8469788": "Dubai Marina, Dubai",
+    "12042053": "Musaffah, Abu Dhabi",
+    "1262111": "Najafgarh, Delhi",
+    "13060482": "Bagong Silang, a barangay of Caloocan",
+    "1684269": "Magugpo Poblacion, a barangay of Tagum",
+    "1692520": "Pulong Santa Cruz, a barangay of Santa Rosa",
+    "1701500": "Mansilingan, a barangay of Bacolod",
+    "12167218": "Avtozavodskyi, a district of Kremenchuk",
+    "711874": "Bohuniya, a district of Zhytomyr",
+    "1565157": "Thoi Lai, a district of Can Tho",
+    "5405693": "Van Nuys, Los Angeles",
+    "2187404": "Manukau City, merged into Auckland in 2010",
+    "6947756": "Mendip, an English district abolished in 2023",
+    "2636486": "Sutton Coldfield, Birmingham",
+}
 # A city-state is one city: GeoNames' places in Singapore are its new towns and planning areas (Ang Mo Kio New Town).
 CITY_STATES = frozenset({"SG"})
 # Cities whose name English text gives a better-known place elsewhere, under another spelling in GeoNames or not
 # listed there: "In which country is Odessa?" means Ukraine's Odesa to most readers, not the one in Texas. Not asked.
-NAMESAKES = frozenset(
-    {
-        "5527554",  # Odessa, Texas (Odesa, Ukraine)
-        "5324200",  # Antioch, California (ancient Antioch, now Antakya, Turkey)
-        "99106",  # Al Madinah, Iraq (Medina, Saudi Arabia)
-        "1265157",  # Lalitpur, India (Lalitpur or Patan, Nepal)
-        "1869012",  # Sunch'on, North Korea (Suncheon, South Korea)
-        "2482572",  # Saida, Algeria (Saida or Sidon, Lebanon)
-    }
-)
+NAMESAKES = {  # geonameid: the city and the better-known place
+    "5527554": "Odessa, Texas (Odesa, Ukraine)",
+    "5324200": "Antioch, California (ancient Antioch, now Antakya, Turkey)",
+    "99106": "Al Madinah, Iraq (Medina, Saudi Arabia)",
+    "1265157": "Lalitpur, India (Lalitpur or Patan, Nepal)",
+    "1869012": "Sunch'on, North Korea (Suncheon, South Korea)",
+    "2482572": "Saida, Algeria (Saida or Sidon, Lebanon)",
+}
 _REGION = re.compile(r" (County|Province|District|Prefecture|Governorate|Region|Municipality)$")
 # A name without its word for "city" ("Bago City" is Bago to its readers, "Anyang-si" Anyang, "Nara-shi" Nara, and
 # China's "Yulinshi" Yulin): a separate word, or "shi" run on in China ("Buhesi" in Uganda is no "Buhe").
@@ -459,7 +474,7 @@ def facts() -> pl.DataFrame:
     name_counts = Counter(keys.values())
     country_names = {name_key(c["name"]) for c in listed.values()}
     large = {geonameid: city for geonameid, city in cities.items() if city["population"] >= MIN_CITY_POPULATION}
-    parts, shared = districts(list(large.values())) | CITY_PARTS, shared_names(cities, keys)
+    parts, shared = districts(list(large.values())) | CITY_PARTS.keys(), shared_names(cities, keys)
     for geonameid, city in sorted(cities.items(), key=lambda item: int(item[0])):
         name, country, key = names[geonameid], countries.get(city["countrycode"]), keys[geonameid]
         if geonameid not in large or name_counts[key] > 1 or key in country_names or not country:
