@@ -536,18 +536,17 @@ def claims(
     fell[by] = ~t.year[rows[by]] & _far(t.neighbours.number[neighbour], against)
     near &= ~fell
     by, neighbour = by[~fell[by]], neighbour[~fell[by]]
+    # A near miss where no other answer will do; an entity claim or inversion otherwise takes another answer.
+    perturb = np.where((levels == ENTITY) | (levels == INVERSION), missed | fell, numeric)
     # Past the neighbours' rounds a ranked number scans its group's values, which lie anywhere: one that strays as far
     # falls to a near miss too (a clean document denied Jolo's 101,002 people as Pest's 1,001,748).
     pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
     scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
-    valued = (levels == ENTITY) | (levels == INVERSION)  # another answer of the relation, or a near miss if missed
-    rest = np.flatnonzero(~np.where(valued, missed | fell, numeric) & ~near)
+    rest = np.flatnonzero(~perturb & ~near)
     pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
     strayed = t.ranked[rows[rest]] & ~t.year[rows[rest]] & _far(pool.read[pick], value[rest] / 10.0 ** decimals[rest])
-    fell[rest[strayed]] = True
+    fell[rest[strayed]] = perturb[rest[strayed]] = True
     rest, pick = rest[~strayed], pick[~strayed]
-    missed |= fell
-    perturb = np.where(valued, missed, numeric)
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
     applied = np.where((levels == ENTITY) & perturb, NUMBER, applied).astype(np.int8)
     at = np.flatnonzero(perturb)

@@ -64,7 +64,7 @@ CITED_SINCE_FACTS = {"geonames:currency:BG": 2026, "geonames:currency:CW": 2025,
 }
 # The fictional facts bound no year by their entity's other facts (a company's founding, a person's birth): facts are
 # split by fact_id, so a bound would give a held-out fact away to anyone reading train (the earliest report cited
-# about a company would be its founding year, 62% of the time). A 1998 report may name a company founded in 2011.
+# about a company would be its founding year, 62% of the time).
 # A bound by relation gives nothing away: a person's occupation and birthplace are cited from the year the youngest
 # fictional person (born 1985, `sources.synthetic.BIRTH_YEARS`) turned 17 (in CITED_SINCE) to LAST_CITED_YEAR, so
 # no 1990 white paper names a ten-year-old's occupation (4.7% of those documents did) nor a register of professional
