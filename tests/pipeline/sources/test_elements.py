@@ -1,7 +1,12 @@
+from decimal import Decimal
+
+import periodictable
 import polars as pl
 import pytest
 
 from pipeline.sources import elements
+
+SODIUM = ["22.98976928", "22.9897693", "22.989769", "22.98977", "22.9898"]
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +62,13 @@ def test_british_spellings_and_other_names_of_elements_are_accepted(facts):
     ("mass", "answer", "aliases"),
     [
         (1.008, "1.008", ["1.01", "1", "1.0"]),
-        (4.002602, "4.003", ["4", "4.00", "4.0"]),
+        (4.002602, "4.003", ["4.002602", "4.0026", "4", "4.00260", "4.00", "4.0"]),
         (294.0, "294", ["294.000", "294.00", "294.0"]),
         (6.94, "6.94", ["6.9", "7", "6.940"]),
-        (22.98976928, "22.99", ["23", "22.990", "23.0"]),  # as tables print it: "22.990"
+        # every rounding of the table's value, and as tables print it: "22.990"
+        (22.98976928, "22.99", [*SODIUM, "23", "22.990", "23.0"]),
         # half up from the decimal the table gives: as floats these rounded down (50.941, 24.3, 55.84, 157.2, 173.04)
-        (50.9415, "50.942", ["50.94", "50.9", "51"]),
+        (50.9415, "50.942", ["50.9415", "50.94", "50.9", "51"]),
         (24.305, "24.305", ["24.31", "24.3", "24"]),
         (55.845, "55.845", ["55.85", "55.8", "56"]),
         (157.25, "157.25", ["157.3", "157", "157.250"]),
@@ -71,3 +77,36 @@ def test_british_spellings_and_other_names_of_elements_are_accepted(facts):
 )
 def test_atomic_mass_rounding(mass, answer, aliases):
     assert elements.atomic_mass(mass) == (answer, aliases)
+
+
+@pytest.mark.parametrize(
+    ("mass", "earlier", "answer", "aliases"),
+    [
+        (35.45, "35.453", "35.45", ["35.5", "35", "35.453", "35.450"]),
+        (6.94, "6.941", "6.94", ["6.9", "7", "6.941", "6.940"]),
+        (22.98976928, "22.989770", "22.99", [*SODIUM, "23"]),
+    ],
+)
+def test_a_mass_an_older_table_printed_is_accepted_with_its_roundings(mass, earlier, answer, aliases):
+    got_answer, got = elements.atomic_mass(mass, earlier)
+    assert got_answer == answer and got[: len(aliases)] == aliases
+    assert earlier in got
+
+
+def test_textbook_atomic_masses_are_accepted(facts):
+    """What most periodic tables print (IUPAC 2001-2005) beside periodictable's IUPAC 2021 abridged values, and the
+    table's own digits beyond the answer's three decimals."""
+    masses = facts.filter(pl.col("relation") == "atomic_mass")
+    accepted = {row["subject"]: {row["answer"], *row["answer_aliases"]} for row in masses.iter_rows(named=True)}
+    textbook = {"hydrogen": "1.00794", "carbon": "12.0107", "oxygen": "15.9994", "chlorine": "35.453"}
+    textbook |= {"argon": "39.948", "sodium": "22.98977", "potassium": "39.0983", "gold": "196.96657"}
+    assert all(value in accepted[name] for name, value in textbook.items())
+    assert all(len(forms) <= 12 for forms in accepted.values())  # no wider than a city's names (corruption pads)
+
+
+def test_every_earlier_mass_is_a_revision_of_the_current_one():
+    """Each entry differs from periodictable's value (else it adds nothing) by under 0.05% (a typo would not)."""
+    current = {element.symbol: element.mass for element in periodictable.elements}
+    for symbol, value in elements.EARLIER_MASSES.items():
+        assert Decimal(value) != Decimal(repr(current[symbol])), symbol
+        assert abs(float(value) / current[symbol] - 1) < 5e-4, symbol
