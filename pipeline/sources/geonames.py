@@ -144,12 +144,16 @@ CURRENCY_NAMES = {
 # special administrative region (its sovereign state is true too) or a territory whose sovereignty is disputed.
 NO_CITY_COUNTRY = frozenset({"CW", "EH", "HK", "MO", "PR", "PS", "TW", "XK"})
 NO_CITY_COUNTRY_CITIES = frozenset({"281184", "7498240"})  # Jerusalem, West Jerusalem
-# (country, admin1) of regions another state claims: Crimea, Sevastopol, and the Donetsk, Luhansk, Zaporizhzhia and
-# Kherson oblasts (claimed annexed); Kashmir, whole claimed by India and by Pakistan (Jammu and Kashmir, Ladakh;
-# Azad Kashmir, Gilgit-Baltistan).
+# (country, admin1) of regions another state claims or holds: Crimea, Sevastopol, and the Donetsk, Luhansk,
+# Zaporizhzhia and Kherson oblasts (claimed annexed); Kashmir, whole claimed by India and by Pakistan (Jammu and
+# Kashmir, Ladakh; Azad Kashmir, Gilgit-Baltistan); Transnistria (the left bank and Bender: Tiraspol is in Moldova and
+# in the Pridnestrovian Moldavian Republic) and Somaliland (Awdal, Woqooyi Galbeed, Togdheer, Sanaag, Sool: Hargeysa
+# is its capital), each governing itself since the early 1990s.
 NO_CITY_COUNTRY_REGIONS = frozenset(
     {("UA", "05"), ("UA", "08"), ("UA", "11"), ("UA", "14"), ("UA", "20"), ("UA", "26")}
     | {("IN", "12"), ("IN", "41"), ("PK", "06"), ("PK", "07")}
+    | {("MD", "58"), ("MD", "62")}
+    | {("SO", "12"), ("SO", "19"), ("SO", "20"), ("SO", "21"), ("SO", "22")}
 )
 # GeoNames' country names that English writes otherwise ("Timor Leste"): the name questions and answers use.
 COUNTRY_NAMES = {"TL": "Timor-Leste"}
