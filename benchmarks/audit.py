@@ -8,8 +8,9 @@ scored on the validation split: facts never cross splits, so no fact is learned 
 wrong claims are other facts' answers from every split, train's among them: see README's Shortcut audit, which
 this audit does not measure). A cue is judged by
 its separation max(AUC, 1 - AUC), whichever side it ranks first. Writes the report (JSON, raw AUCs) and the
-dataset-card section (markdown, same name .md); prints the section, then every cue above the limit with the
-strongest features of the model that found it, and examples. Exits 1 when a cue is above the limit.
+dataset-card section (markdown, same name .md) and a chart of every cue's separations (same name .png); prints the
+section, then every cue above the limit with the strongest features of the model that found it, and examples. Exits 1
+when a cue is above the limit.
 """
 
 from __future__ import annotations
@@ -23,7 +24,38 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: `pipeline` from this checkout
 
-from pipeline.audit import audit, card_section, read_split  # noqa: E402
+from pipeline.audit import AuditReport, audit, card_section, read_split, separation  # noqa: E402
+from pipeline.schema import CORRUPTION_LEVELS  # noqa: E402
+
+
+def chart(report: AuditReport, path: Path) -> None:
+    """One row per cue: its separation over all documents, per corruption kind, and in every answer-type group
+    (judged groups only), beside chance (0.5) and the limit."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(report.cues) + 1.2))
+    rows = range(len(report.cues))[::-1]
+    for row, cue in zip(rows, report.cues, strict=True):
+        label = (lambda name: name) if row == rows[0] else (lambda name: None)  # each legend entry once
+        groups = [separation(auc) for auc in cue.auc_by_answer_type.values()]
+        ax.scatter(groups, [row] * len(groups), s=9, color="0.7", label=label("an answer-type group"))
+        for i, kind in enumerate(CORRUPTION_LEVELS):
+            if kind in cue.auc_by_kind:
+                ax.scatter(separation(cue.auc_by_kind[kind]), row, s=16, color=f"C{i + 1}", label=label(kind))
+        ax.scatter(separation(cue.auc), row, s=40, marker="D", color="C0", label=label("all documents"))
+    ax.axvline(0.5, color="0.5", linewidth=0.8)
+    ax.axvline(report.limit, color="C3", linestyle="--", linewidth=1, label=f"limit {report.limit}")
+    names = [f"{cue.name} (baseline)" if cue.description.startswith("baseline") else cue.name for cue in report.cues]
+    ax.set_yticks(list(rows), names, fontsize=8)
+    ax.set_xlim(0.49, max(report.limit + 0.03, *(separation(a) for c in report.cues for a in c.groups().values())))
+    ax.set_xlabel("separation of corrupt from clean documents, max(AUC, 1 − AUC)")
+    ax.set_title(f"Shortcut audit: {report.eval_documents:,} validation documents, one read at a time", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
 
 
 def main() -> int:
@@ -49,6 +81,7 @@ def main() -> int:
     print(f"{counts} {report.eval_by_kind}, {seconds} s")
     card = card_section(report)
     args.out.with_suffix(".md").write_text(card, encoding="utf-8")
+    chart(report, args.out.with_suffix(".png"))
     print(card)
     defects = report.defects()
     for name, group, value in defects:
