@@ -544,10 +544,12 @@ SOURCES = {
 # Every document cites a body that keeps records of its topic (a registry of companies for a company, a
 # gazetteer board for a city), 13-15 per topic: few episodes cite one of them as often as they state the answer.
 _RECORDS = ("Office of National Records", "National Archives Service", "Board of Public Information")
-_STATISTICS = ("International Bureau of Statistics", "Federal Data Commission", "Agency for Standard Data")
+# Statistics offices vouch for counts (VARYING) alone: none records who founded a company or a country's capital.
+FIGURE_BODIES = ("International Bureau of Statistics", "Federal Data Commission", "Agency for Standard Data")
 _GEOGRAPHY = (
     *_RECORDS,
-    *_STATISTICS,
+    "National Mapping Agency",
+    "Atlas Standards Committee",
     "Commission on Geographic Names",
     "United Survey Office",
     "Institute of World Geography",
@@ -557,7 +559,7 @@ _SCIENCE = (
     "Council for Scientific Data",
     "Academy of Sciences Data Committee",
     "Institute for Reference Standards",
-    "Agency for Standard Data",
+    "Office of Reference Materials",
     "Board of Chemical Nomenclature",
     "Laboratory for Physical Constants",
     "Society for Chemical Records",
@@ -570,8 +572,10 @@ _SCIENCE = (
 )
 _GENERAL = (
     *_RECORDS,
-    *_STATISTICS,
     "Institute for Reference Standards",
+    "Council of Reference Editors",
+    "Office of Public Reference",
+    "General Reference Board",
     "Royal Society of Record Keepers",
     "Bureau of Public Records",
     "National Reference Library",
@@ -615,7 +619,8 @@ BODIES = {  # keyed like FILLERS (a document's domain)
     ),
     "company": (
         *_RECORDS,
-        *_STATISTICS,
+        "Registry of Incorporated Firms",
+        "Office of Company Records",
         "Central Registry of Companies",
         "Commercial Registry Authority",
         "Chamber of Commerce Records Office",
@@ -628,15 +633,18 @@ BODIES = {  # keyed like FILLERS (a document's domain)
     "subject": _GENERAL,
     "question": _GENERAL,
 }
-# Every one reads right in each FRAME and CORROBORATION ("its 2006 {report}", "Later releases of the {report}").
+BODY_NAMES = (*dict.fromkeys(name for names in BODIES.values() for name in names), *FIGURE_BODIES)
+# Every one reads right in each FRAME and CORROBORATION ("its 2006 {report}", "Later releases of the {report}"); the
+# FIGURE_REPORTS only where a count (VARYING) is cited, as FIGURE_BODIES are.
+FIGURE_REPORTS = ("statistical yearbook",)
 REPORTS = (
     "annual report",
-    "statistical yearbook",
     "survey",
     "bulletin",
     "white paper",
     "review",
     "reference handbook",
+    *FIGURE_REPORTS,
 )
 
 
@@ -834,8 +842,10 @@ _SEPARATOR = Pieces.of([" "])
 _OPEN_TITLES = tuple(TITLES).index("question")
 _SOURCES = pl.Series([name for names in SOURCES.values() for name in names])
 _SOURCE_GENRE = np.repeat(np.arange(len(SOURCES)), [len(names) for names in SOURCES.values()])
-_BODIES = pl.Series([name for names in BODIES.values() for name in names])
-_BODY_COUNT = np.array([len(names) for names in BODIES.values()], dtype=np.int64)
+# Body groups: each domain's BODIES, then each domain's with FIGURE_BODIES (group len(BODIES) + domain).
+_BODY_GROUPS = [*BODIES.values(), *(names + FIGURE_BODIES for names in BODIES.values())]
+_BODIES = pl.Series([name for names in _BODY_GROUPS for name in names])
+_BODY_COUNT = np.array([len(names) for names in _BODY_GROUPS], dtype=np.int64)
 _BODY_START = np.r_[0, np.cumsum(_BODY_COUNT)[:-1]]
 _REPORTS = pl.Series(REPORTS)
 _LITERAL_SERIES = pl.Series(list(_LITERALS), dtype=pl.String)
@@ -913,6 +923,8 @@ class Batch:
 def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
     """Titles and contents of every document of the batch."""
     u = batch.u
+    figures = np.isin(batch.family, _VARYING)
+    group = batch.domain + len(BODIES) * figures
     source = _sources(u[:, U.SOURCE])
     year = _years(u[:, U.YEAR], batch.cited, batch.answer, batch.claim, batch.decoy, batch.family == OPEN_FAMILY)
     slots = {
@@ -922,14 +934,14 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
         **_articles("av", batch.claim, batch.family),
         **_articles("ad", batch.decoy, batch.family),
         "src": _SOURCES.gather(source),
-        "body": _BODIES.gather(_BODY_START[batch.domain] + _index(u[:, U.BODY], _BODY_COUNT[batch.domain])),
-        "report": _REPORTS.gather(_index(u[:, U.REPORT], len(_REPORTS))),
+        "body": _BODIES.gather(_BODY_START[group] + _index(u[:, U.BODY], _BODY_COUNT[group])),
+        "report": _REPORTS.gather(_index(u[:, U.REPORT], len(REPORTS) - len(FIGURE_REPORTS) * ~figures)),
         "year": pl.Series(year).cast(pl.String),
     }
     stacked = pl.concat([_LITERAL_SERIES] + [slots[name].cast(pl.String) for name in SLOTS], rechunk=True)
     genre = _SOURCE_GENRE[source]
     title = _walk(_TITLES, np.where(batch.family == OPEN_FAMILY, _OPEN_TITLES, genre), u[:, U.TITLE])
-    segments = _content(batch, genre, year == LAST_CITED_YEAR)
+    segments = _content(batch, genre, year == LAST_CITED_YEAR, figures)
     content = _one_stop(_concat(stacked, segments), (batch.about["s"], batch.claim, batch.decoy))
     return _concat(stacked, [(_TITLES.pieces, title)]), content
 
@@ -975,9 +987,11 @@ def _walk(templates: Templates, family: np.ndarray, u: np.ndarray, taking: np.nd
     return templates.distinct(family, start, step, nth, taking).ravel()
 
 
-def _content(batch: Batch, genre: np.ndarray, latest: np.ndarray) -> list[tuple[Pieces, np.ndarray]]:
+def _content(
+    batch: Batch, genre: np.ndarray, latest: np.ndarray, figures: np.ndarray
+) -> list[tuple[Pieces, np.ndarray]]:
     """Every content as segments (template pieces, row per document); `latest`: the document cites a report of
-    LAST_CITED_YEAR.
+    LAST_CITED_YEAR; `figures`: it states a count (VARYING).
 
     [opener of the source's genre] [filler] claim sentence [corroborations] [fillers]
     """
@@ -995,7 +1009,7 @@ def _content(batch: Batch, genre: np.ndarray, latest: np.ndarray) -> list[tuple[
     for position, after in enumerate((_FRAMES.middle, _FRAMES.tail)):
         segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position], named)), (after, frame)]
     checks_first = np.modf(u[:, U.CORROBORATIONS] * 3)[0] < 0.5  # the digits the count leaves unused
-    standing = np.where(np.isin(batch.family, _VARYING), 3, np.where(latest, 2, 0))  # AS_OF, or STANDING (_NOW)
+    standing = np.where(figures, 3, np.where(latest, 2, 0))  # AS_OF, or STANDING (_NOW)
     for j, draw in enumerate((U.FIRST_CORROBORATION, U.SECOND_CORROBORATION)):
         kind = np.where(checks_first != bool(j), 1, standing)  # or CHECKS
         pick = _CORROBORATIONS.pick(kind, u[:, draw], j < corroborations)

@@ -56,7 +56,7 @@ def _pattern(template: str) -> str:
 
 
 _SOURCE_NAMES = [name for names in documents.SOURCES.values() for name in names]
-_BODY_NAMES = list(dict.fromkeys(name for names in documents.BODIES.values() for name in names))
+_BODY_NAMES = list(documents.BODY_NAMES)
 _FRAMES = [_pattern(t) for t in documents.FRAMES]
 _CORROBORATIONS = "|".join(f"(?:{_pattern(t)})" for t in documents.CORROBORATIONS)
 _CITED = r"\b\d{4} (?:" + "|".join(documents.REPORTS) + r")\b"

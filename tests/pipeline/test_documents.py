@@ -21,10 +21,10 @@ SEED = 99
 
 @pytest.fixture(scope="module")
 def docs(facts_dir) -> pl.DataFrame:
-    """One row per document of 4,000 episodes: episode_id, answer_type, answer, its fact's relation and subject,
+    """One row per document of 12,000 episodes: episode_id, answer_type, answer, its fact's relation and subject,
     title, content, claim, corrupt."""
     table = generate_episodes(
-        pq.read_table(facts_dir / "facts.parquet"), build_pools(SEED), SEED, "train", np.arange(4000)
+        pq.read_table(facts_dir / "facts.parquet"), build_pools(SEED), SEED, "train", np.arange(12_000)
     )
     return (
         pl.from_arrow(table)
@@ -57,18 +57,18 @@ def test_every_claim_sentence_cites_an_authority_and_denies_a_value():
 
 
 def test_kinds_share_sources_authorities_and_lengths(docs):
-    """Per kind, the named authority, the claim sentence and the length follow the clean documents' distribution."""
-    names = {body for bodies in documents.BODIES.values() for body in bodies}
-    bodies = "(" + "|".join(re.escape(body) for body in names) + ")"
+    """Per kind, the named authority, the claim sentence and the length follow the distribution of the clean documents
+    beside them (a count's documents, clean or not, may cite a statistics office: FIGURE_BODIES)."""
+    bodies = "(" + "|".join(re.escape(body) for body in documents.BODY_NAMES) + ")"
     frames = docs.with_columns(
         body=pl.col("content").str.extract(bodies),
         sentences=pl.col("content").str.count_matches(r"[.;]( |$)"),
         chars=pl.col("content").str.len_chars(),
     )
     assert frames["body"].null_count() == 0
-    clean = frames.filter(~pl.col("corrupt"))
     for kind in CORRUPTION_LEVELS:
         some = frames.filter(pl.col("doc_corruption") == kind)
+        clean = frames.filter(~pl.col("corrupt") & pl.col("episode_id").is_in(some["episode_id"].implode()))
         for column in ("body", "sentences"):
             rates = [part[column].value_counts(normalize=True).sort(column) for part in (clean, some)]
             joined = rates[0].join(rates[1], on=column, how="full", coalesce=True).fill_null(0)
@@ -498,28 +498,40 @@ def test_a_country_takes_its_article_where_it_names_a_citys_country():
     assert not any(re.search(r"\b[Tt]he (Paris|Lyon)", text) for text in others)
 
 
+STATISTICS = documents.FIGURE_BODIES[0]
+
+
 @pytest.mark.parametrize(
-    ("relation", "subject", "claim", "decoy", "kept", "foreign"),
+    ("relation", "subject", "claim", "decoy", "domain", "figures", "foreign"),
     [
-        ("founder", "Moore Foods", "Ann Lee", "Bo Ray", "company", "Council for Scientific Data"),
-        ("atomic_number", "iron", "26", "27", "element", "Central Registry of Companies"),
-        ("occupation", "Ann Lee", "Geologist", "Nurse", "person", "Laboratory for Physical Constants"),
-        ("city_population", "Lyon", "513,275", "480,000", "city", "Bureau of Civil Records"),
+        ("founder", "Moore Foods", "Ann Lee", "Bo Ray", "company", False, STATISTICS),
+        ("employees", "Moore Foods", "1,200", "950", "company", True, "Council for Scientific Data"),
+        ("atomic_number", "iron", "26", "27", "element", False, "Central Registry of Companies"),
+        ("occupation", "Ann Lee", "Geologist", "Nurse", "person", False, "Laboratory for Physical Constants"),
+        ("city_population", "Lyon", "513,275", "480,000", "city", True, "Bureau of Civil Records"),
+        ("capital", "France", "Paris", "Lyon", "country", False, STATISTICS),
     ],
 )
-def test_a_document_cites_a_body_that_keeps_records_of_its_topic(relation, subject, claim, decoy, kept, foreign):
-    """A registry of companies vouches for a founder, never for an atomic number; each topic's bodies all occur."""
+def test_a_document_cites_a_body_that_keeps_records_of_its_topic(
+    relation, subject, claim, decoy, domain, figures, foreign
+):
+    """A registry of companies vouches for a founder, never for an atomic number, and a statistics office for a
+    company's head count, never for its founder; each topic's bodies all occur."""
+    kept = documents.BODIES[domain] + (documents.FIGURE_BODIES if figures else ())
     texts = _rendered(relation, subject, claim, decoy)
-    named = [[body for body in documents.BODIES[kept] if body in text] for text in texts]
+    named = [[body for body in kept if body in text] for text in texts]
     assert all(named), [text for text, bodies in zip(texts, named, strict=True) if not bodies][:2]
-    assert {body for bodies in named for body in bodies} == set(documents.BODIES[kept])
-    assert foreign not in documents.BODIES[kept] and not any(foreign in text for text in texts)
+    assert {body for bodies in named for body in bodies} == set(kept)
+    assert foreign not in kept and not any(foreign in text for text in texts)
+    yearbooks = sum(report in text for text in texts for report in documents.FIGURE_REPORTS)
+    assert (yearbooks > 0) == figures, yearbooks
 
 
 def test_every_topic_has_bodies_enough_that_few_episodes_repeat_one():
     assert set(documents.BODIES) == set(documents.FILLERS)
     for names in documents.BODIES.values():
         assert len(names) == len(set(names)) >= 13
+        assert not set(names) & set(documents.FIGURE_BODIES)
 
 
 def test_no_sentence_opens_with_a_number_or_a_lower_case_letter(docs):
