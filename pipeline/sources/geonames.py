@@ -54,7 +54,7 @@ OTHER_CAPITALS = {
     "BJ": ["Cotonou"],
     "BO": ["La Paz"],
     "CI": ["Abidjan"],
-    "LK": ["Sri Jayawardenepura Kotte", "Kotte"],
+    "LK": ["Sri Jayawardenepura Kotte", "Sri Jayewardenepura Kotte", "Kotte"],
     "ME": ["Cetinje"],
     "MY": ["Putrajaya"],
     "NL": ["The Hague"],
@@ -70,17 +70,24 @@ OTHER_CAPITALS = {
 # is Kuwait's, and "Kuwait" names it too), and the spellings English text uses beside GeoNames' (the normalisation
 # drops a hyphen without a space: "Port-of-Spain" is no "Port of Spain").
 CAPITAL_NAMES = {
+    "CH": ["Berne"],
+    "CL": ["Santiago de Chile"],
+    "FK": ["Port Stanley"],
+    "GU": ["Agana"],  # its name until 1998
+    "MU": ["Port-Louis"],
+    "TO": ["Nukuʻalofa"],  # with the ʻokina, a letter that normalisation keeps
+    "VN": ["Ha Noi", "Hà Nội"],
     "DJ": ["Djibouti City"],
     "KW": ["Kuwait"],
     "LU": ["Luxembourg City"],
     "MC": ["Monaco-Ville"],
     "SM": ["City of San Marino"],
     "KI": ["South Tarawa"],
-    "MD": ["Chișinău"],
+    "MD": ["Chișinău", "Chişinău"],  # with a comma below, and with the cedilla much text has
     "MM": ["Naypyitaw"],
-    "MN": ["Ulan Bator"],
+    "MN": ["Ulan Bator", "Ulaan Baatar"],
     "TT": ["Port-of-Spain"],
-    "XK": ["Prishtina"],
+    "XK": ["Prishtina", "Priština"],
 }
 # Legal tender besides the currency GeoNames names (a neighbour's, or the US dollar): each is true, so accepted by its
 # code and its name.
@@ -128,6 +135,7 @@ OTHER_CURRENCY_NAMES = {  # besides CLDR's name and GeoNames'
     "ILS": ["New Israeli Shekel", "Israeli Shekel"],  # CLDR's "Israeli New Shekel"
     "BAM": ["Convertible Mark", "Bosnia and Herzegovina Convertible Mark"],
     "ZWG": ["ZiG"],  # the name on its notes and in the news
+    "ZAR": ["Rand"],  # GeoNames' for South Africa; named so for the countries where it is legal tender beside theirs
 }
 # Where CLDR's English name is not the one English text uses (CLDR's "Kyrgystani Som" is a misspelling): the name
 # the answers use; CLDR's is accepted too.
@@ -158,30 +166,35 @@ NO_CITY_COUNTRY_REGIONS = frozenset(
 # GeoNames' country names that English writes otherwise ("Timor Leste"): the name questions and answers use.
 COUNTRY_NAMES = {"TL": "Timor-Leste"}
 # Other names of a country, each accepted where a city's country is asked: the official or former name, the
-# abbreviation ("Türkiye", "Czech Republic", "USA"), GeoNames' own; an answer from knowledge scores. None names another
-# country ("Korea", "Congo", "Great Britain" are left out).
+# abbreviation ("Türkiye", "Czech Republic", "USA"), GeoNames' own, with "the" where English writes one ("the US"); an
+# answer from knowledge scores. None names another country ("Korea" and "Congo" are left out; "Great Britain" is a
+# city's of England, Scotland or Wales alone: GREAT_BRITAIN).
 OTHER_COUNTRY_NAMES = {
-    "CD": ["DR Congo", "DRC", "Congo-Kinshasa"],
-    "CG": ["Republic of Congo", "Congo-Brazzaville"],  # GeoNames' "Republic of the Congo"
+    "BA": ["Bosnia", "Bosnia-Herzegovina", "Bosnia & Herzegovina"],
+    "CD": ["DR Congo", "DRC", "the DRC", "Congo-Kinshasa", "Democratic Republic of Congo"],
+    "CG": ["Republic of Congo", "the Republic of Congo", "Congo-Brazzaville"],  # GeoNames' "Republic of the Congo"
     "CI": ["Côte d'Ivoire"],
-    "CN": ["People's Republic of China", "PRC"],
+    "CN": ["People's Republic of China", "the People's Republic of China", "PRC", "the PRC"],
     "CV": ["Cape Verde"],
-    "CZ": ["Czech Republic"],
-    "AE": ["UAE"],
-    "GB": ["UK", "Britain"],
-    "IE": ["Republic of Ireland"],
-    "KR": ["Republic of Korea"],
+    "CZ": ["Czech Republic", "the Czech Republic"],
+    "AE": ["UAE", "the UAE"],
+    "GB": ["UK", "the UK", "Britain"],
+    "IE": ["Republic of Ireland", "the Republic of Ireland"],
+    "KP": ["DPRK", "the DPRK", "Democratic People's Republic of Korea", "the Democratic People's Republic of Korea"],
+    "KR": ["Republic of Korea", "the Republic of Korea"],
+    "LA": ["Lao PDR", "Lao People's Democratic Republic", "the Lao People's Democratic Republic"],
     "MK": ["Macedonia"],
     "MM": ["Burma"],
-    "RU": ["Russian Federation"],
+    "RU": ["Russian Federation", "the Russian Federation"],
     "SZ": ["Swaziland"],
     "TL": ["Timor Leste", "East Timor"],
     "TR": ["Türkiye"],
-    "US": ["United States of America", "USA", "US"],
+    "US": ["United States of America", "the United States of America", "USA", "the USA", "US", "the US"],
     "VN": ["Viet Nam"],
 }
 # A city of the United Kingdom is as truly in its nation (GeoNames' first-level division there): Glasgow, Scotland.
 UK_NATIONS = {"ENG": "England", "SCT": "Scotland", "WLS": "Wales", "NIR": "Northern Ireland"}
+GREAT_BRITAIN = frozenset({"ENG", "SCT", "WLS"})  # the island's nations: "Great Britain" is true of their cities
 # Country names that name something else too, written in questions so that one answer is meant (Georgia, the US state).
 QUESTION_NAMES = {"GE": "the country Georgia"}
 # GeoNames lists districts and neighbourhoods as populated places (Paris' arrondissements, Bucharest's sectors,
@@ -399,8 +412,13 @@ def country_facts(
             *[get_currency_name(code, locale="en")] * (code in CURRENCY_NAMES),
             *OTHER_CURRENCY_NAMES.get(code, []),
             *LOCAL_CURRENCY_NAMES.get(iso, []),
-            *(currency_name(other, other) for other in other_codes),
+            *(
+                name
+                for other in other_codes
+                for name in (currency_name(other, other), *OTHER_CURRENCY_NAMES.get(other, []))
+            ),
         ]
+        names = list(dict.fromkeys(names))
         # each name also with "the", as every document writes a currency: the scorer keeps the article
         aliases = [code, *other_codes, *names[1:], *(f"the {name}" for name in names)]
         facts.append(("currency", f"What is the currency of {where}?", currency, aliases, "text"))
@@ -425,6 +443,7 @@ def city_facts(city: dict, name: str, country: str) -> list[tuple[str, str, str,
         written = in_sentence(country)
         others = OTHER_COUNTRY_NAMES.get(iso, [])  # "Côte d'Ivoire", and "Cote d'Ivoire" typed without the accent
         nation = [UK_NATIONS[city["admin1code"]]] if iso == "GB" and city["admin1code"] in UK_NATIONS else []
+        nation += ["Great Britain"] * (iso == "GB" and city["admin1code"] in GREAT_BRITAIN)
         aliases = [written] * (written != country) + others + nation
         facts.append(("city_country", f"In which country is {place}?", country, aliases, "place"))
     return facts

@@ -156,7 +156,11 @@ def test_contested_capitals_and_those_of_city_territories_are_not_asked(facts):
     [
         ("geonames:capital:BO", ["Sucre", "La Paz"], "Santa Cruz"),
         ("geonames:capital:ZA", ["Pretoria", "Cape Town", "Bloemfontein"], "Johannesburg"),
-        ("geonames:capital:LK", ["Colombo", "Sri Jayawardenepura Kotte", "Kotte"], "Kandy"),
+        (
+            "geonames:capital:LK",
+            ["Colombo", "Sri Jayawardenepura Kotte", "Sri Jayewardenepura Kotte", "Kotte"],
+            "Kandy",
+        ),
         ("geonames:continent:RU", ["Europe", "Asia"], "Africa"),
         ("geonames:continent:TR", ["Asia", "Europe"], "Africa"),
         ("geonames:continent:EG", ["Africa", "Asia"], "Europe"),
@@ -198,12 +202,29 @@ def test_contested_capitals_and_those_of_city_territories_are_not_asked(facts):
         ("geonames:currency:AE", ["United Arab Emirates Dirham", "UAE dirham", "Emirati dirham"], "Moroccan Dirham"),
         ("geonames:currency:BA", ["Bosnia-Herzegovina Convertible Mark", "convertible mark"], "Euro"),
         ("geonames:currency:ZW", ["Zimbabwean Gold", "ZiG", "ZWG", "US Dollar"], "Rand"),
-        ("geonames:capital:MN", ["Ulaanbaatar", "Ulan Bator"], "Darkhan"),
         ("geonames:capital:TT", ["Port of Spain", "Port-of-Spain"], "San Fernando"),
-        ("geonames:capital:MD", ["Chisinau", "Chișinău"], "Tiraspol"),
+        ("geonames:capital:MD", ["Chisinau", "Chișinău", "Chişinău"], "Tiraspol"),
+        ("geonames:capital:CH", ["Bern", "Berne"], "Zurich"),
+        ("geonames:capital:RE", ["Saint-Denis", "Saint Denis", "St-Denis", "St Denis"], "Saint-Pierre"),
+        ("geonames:capital:PM", ["Saint-Pierre", "St-Pierre", "St Pierre"], "Miquelon"),
+        ("geonames:capital:VN", ["Hanoi", "Ha Noi", "Hà Nội"], "Ho Chi Minh City"),
+        ("geonames:capital:MU", ["Port Louis", "Port-Louis"], "Curepipe"),
+        ("geonames:capital:XK", ["Pristina", "Priština", "Prishtina"], "Prizren"),
+        ("geonames:capital:FK", ["Stanley", "Port Stanley"], "Goose Green"),
+        ("geonames:capital:CL", ["Santiago", "Santiago de Chile"], "Valparaíso"),
+        ("geonames:capital:GU", ["Hagåtña", "Hagatna", "Agana"], "Dededo"),
+        ("geonames:capital:TO", ["Nuku'alofa", "Nukuʻalofa", "Nukualofa"], "Neiafu"),
+        ("geonames:capital:MN", ["Ulaanbaatar", "Ulan Bator", "Ulaan Baatar"], "Darkhan"),
+        ("geonames:currency:LS", ["Lesotho Loti", "ZAR", "South African Rand", "Rand"], "Dollar"),
+        ("geonames:currency:ZA", ["South African Rand", "Rand", "ZAR"], "Dollar"),
+        ("geonames:currency:PA", ["Panamanian Balboa", "United States Dollar", "the US Dollar"], "Dollar"),
         ("geonames:continent:AU", ["Oceania", "Australia"], "Asia"),
         ("geonames:continent:PG", ["Oceania", "Australia"], "Asia"),
-        ("geonames:currency:FK", ["Falkland Islands Pound", "British Pound", "GBP"], "US Dollar"),
+        (
+            "geonames:currency:FK",
+            ["Falkland Islands Pound", "British Pound", "GBP", "Pound Sterling", "Sterling"],
+            "US Dollar",
+        ),
         ("geonames:currency:IO", ["US Dollar", "British Pound", "GBP"], "Euro"),
         ("geonames:currency:JE", ["British Pound", "Jersey Pound", "Sterling"], "Guernsey Pound"),
         ("geonames:currency:CK", ["New Zealand Dollar", "Cook Islands Dollar", "NZD"], "Australian Dollar"),
@@ -320,11 +341,15 @@ def test_districts_and_neighbourhoods_are_not_asked_as_cities(facts):
         ("Ankara", "Turkey", ["Türkiye", "Turkiye"]),
         ("Abidjan", "Ivory Coast", ["Côte d'Ivoire", "Cote d'Ivoire"]),
         ("Brno", "Czechia", ["Czech Republic"]),
-        ("Chicago", "United States", ["USA", "United States of America", "the United States"]),
+        ("Chicago", "United States", ["USA", "United States of America", "the United States", "the US", "the USA"]),
         ("Mandalay", "Myanmar", ["Burma"]),
         ("Brazzaville", "Republic of the Congo", ["Republic of Congo", "Congo-Brazzaville"]),
-        ("Glasgow", "United Kingdom", ["UK", "the United Kingdom", "Scotland", "Britain"]),
-        ("Dubai", "United Arab Emirates", ["UAE", "the United Arab Emirates"]),
+        ("Glasgow", "United Kingdom", ["UK", "the United Kingdom", "the UK", "Scotland", "Britain", "Great Britain"]),
+        ("Dubai", "United Arab Emirates", ["UAE", "the United Arab Emirates", "the UAE"]),
+        ("Sarajevo", "Bosnia and Herzegovina", ["Bosnia", "Bosnia-Herzegovina", "Bosnia & Herzegovina"]),
+        ("Kinshasa", "Democratic Republic of the Congo", ["Democratic Republic of Congo", "DRC", "the DRC"]),
+        ("Vientiane", "Laos", ["Lao PDR", "Lao People's Democratic Republic"]),
+        ("Hamhung", "North Korea", ["DPRK", "Democratic People's Republic of Korea"]),
         ("Cork", "Ireland", ["Republic of Ireland"]),
         ("Cardiff", "United Kingdom", ["Wales"]),
         ("Wolverhampton", "United Kingdom", ["England"]),
@@ -374,3 +399,13 @@ def test_parts_of_a_city_the_distances_miss_and_a_city_states_towns_are_not_aske
     subjects = set(facts.filter(pl.col("relation").is_in(["city_population", "city_country"]))["subject"])
     assert not {"Pest", "Van Nuys", "Manukau City", "Dubai Marina", "Najafgarh", "Ang Mo Kio New Town"} & subjects
     assert {"Budapest", "Bangkok", "Auckland", "Dubai", "Delhi"} <= subjects
+
+
+@pytest.mark.parametrize(("nation", "island"), [("SCT", True), ("ENG", True), ("WLS", True), ("NIR", False)])
+def test_great_britain_is_the_country_of_a_city_on_the_island_alone(nation, island):
+    """A city of Northern Ireland is in the United Kingdom, not in Great Britain."""
+    city = {"population": 123_456, "countrycode": "GB", "geonameid": 1, "admin1code": nation}
+    (fact,) = [fact for fact in geonames.city_facts(city, "Testford", "United Kingdom") if fact[0] == "city_country"]
+    accepted = accepted_answers(fact[2], fact[3])
+    assert normalize(geonames.UK_NATIONS[nation]) in accepted
+    assert (normalize("Great Britain") in accepted) is island
