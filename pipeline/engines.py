@@ -28,6 +28,7 @@ from pipeline.writer import ShardPlan
 
 log = logging.getLogger(__name__)
 RAY_MAX_RETRIES = 3  # runs of a task again after its worker process or node died
+RAY_STOP_S = 30.0  # how long a failed build's interrupted tasks may take to end before they are killed
 _POLL_S = 0.5  # how often the Ray driver collects finished shards for the progress callback
 _WATCH_S = 0.2  # how often a local worker without PR_SET_PDEATHSIG checks that its stage process is alive
 _PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): the signal this process gets when its parent dies
@@ -124,13 +125,26 @@ def run_ray(
                 for ref, info in zip(done, ray.get(done), strict=True):
                     infos[pending.pop(ref)] = _reported(info, progress)
         except BaseException:
-            for ref in pending:  # no task may keep writing into a staging folder that is being removed
-                ray.cancel(ref, force=True)
+            _stop_ray_tasks(list(pending))
             raise
         return infos
     finally:
         if started:
             ray.shutdown()
+
+
+def _stop_ray_tasks(refs: list) -> None:
+    """Cancels a failed build's remaining tasks and waits for them to end: no task may keep writing into a staging
+    folder that is being removed. A running task is interrupted first (force=False): a forced cancel that races with
+    the task's own completion aborts this process (Ray 2.60: "Tried to complete task that was not pending"). One that
+    outlives RAY_STOP_S is then killed."""
+    import ray
+
+    for ref in refs:
+        ray.cancel(ref)
+    _, left = ray.wait(refs, num_returns=len(refs), timeout=RAY_STOP_S)
+    for ref in left:
+        ray.cancel(ref, force=True)
 
 
 def ray_init_args(address: str, workers: int) -> dict:
