@@ -443,8 +443,9 @@ def city_facts(city: dict, name: str, country: str) -> list[tuple[str, str, str,
     if country.lower() not in name.lower() and not shared:
         written = in_sentence(country)
         others = OTHER_COUNTRY_NAMES.get(iso, [])  # "Côte d'Ivoire", and "Cote d'Ivoire" typed without the accent
-        nation = [UK_NATIONS[city["admin1code"]]] if iso == "GB" and city["admin1code"] in UK_NATIONS else []
-        nation += ["Great Britain"] * (iso == "GB" and city["admin1code"] in GREAT_BRITAIN)
+        nation = []
+        if iso == "GB" and (code := city["admin1code"]) in UK_NATIONS:
+            nation = [UK_NATIONS[code], *["Great Britain"] * (code in GREAT_BRITAIN)]
         aliases = [written] * (written != country) + others + nation
         facts.append(("city_country", f"In which country is {place}?", country, aliases, "place"))
     return facts
