@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from functools import partial
+from pathlib import Path
 
 from pipeline.schema import ShardInfo
 from pipeline.writer import ShardPlan
@@ -98,6 +99,7 @@ def run_ray(
     write: Write,
     setup: Setup,
     setup_args: tuple,
+    stop: Path,
     address: str,
     workers: int,
     progress: Progress,
@@ -107,6 +109,8 @@ def run_ray(
     `setup_args` go into the object store once; a worker fetches them and runs `setup` before
     its first shard of this build. Joins the running Ray session if there is one, else the cluster at
     `address`, else starts a one-machine cluster with `workers` CPUs (and stops it afterwards).
+    `stop` is a file path in the staging folder (every node sees it) that does not exist yet: a failed build creates
+    it, and its tasks stop at their next `stop_if_orphaned` (`_stop_ray_tasks`).
     """
     import ray  # the optional extra: pip install 'contextcorruption[ray]'
 
@@ -116,7 +120,7 @@ def run_ray(
     try:
         shared = ray.put(setup_args)
         task = ray.remote(max_retries=RAY_MAX_RETRIES)(_ray_shard)
-        pending = {task.remote(write, setup, [shared], plan): i for i, plan in enumerate(plans)}
+        pending = {task.remote(write, setup, [shared], stop, plan): i for i, plan in enumerate(plans)}
         log.info("ray: %d shard tasks on %s CPUs", len(plans), ray.cluster_resources().get("CPU", 0))
         infos: list[ShardInfo | None] = [None] * len(plans)
         try:
@@ -125,7 +129,7 @@ def run_ray(
                 for ref, info in zip(done, ray.get(done), strict=True):
                     infos[pending.pop(ref)] = _reported(info, progress)
         except BaseException:
-            _stop_ray_tasks(list(pending))
+            _stop_ray_tasks(list(pending), stop)
             raise
         return infos
     finally:
@@ -133,15 +137,14 @@ def run_ray(
             ray.shutdown()
 
 
-def _stop_ray_tasks(refs: list) -> None:
-    """Cancels a failed build's remaining tasks and waits for them to end: no task may keep writing into a staging
-    folder that is being removed. A running task is interrupted first (force=False): a forced cancel that races with
-    the task's own completion aborts this process (Ray 2.60: "Tried to complete task that was not pending"). One that
-    outlives RAY_STOP_S is then killed."""
+def _stop_ray_tasks(refs: list, stop: Path) -> None:
+    """Stops a failed build's remaining tasks and waits for them to end: no task may keep writing into a staging
+    folder that is being removed. They are asked, not cancelled: each sees the `stop` file at its next check and
+    raises `Cancelled`. `ray.cancel` races with a task's own completion and aborts this process, with force or without
+    (Ray 2.60: "Tried to complete task that was not pending"); only a task that outlives RAY_STOP_S is killed."""
     import ray
 
-    for ref in refs:
-        ray.cancel(ref)
+    stop.touch()
     _, left = ray.wait(refs, num_returns=len(refs), timeout=RAY_STOP_S)
     for ref in left:
         ray.cancel(ref, force=True)
@@ -156,13 +159,16 @@ def ray_init_args(address: str, workers: int) -> dict:
 
 
 _READY: dict[str, str] = {}  # in a Ray worker: the object id of the build whose setup has run
+_STOP: dict[str, Path] = {}  # in a Ray worker: the file that stops the build of the shard it runs
 
 
-def _ray_shard(write: Write, setup: Setup, shared: list, plan: ShardPlan) -> ShardInfo:
+def _ray_shard(write: Write, setup: Setup, shared: list, stop: Path, plan: ShardPlan) -> ShardInfo:
     """One shard in a Ray worker. `shared` wraps the object reference in a list, so Ray passes the reference
     itself and only a worker that has not set up this build yet fetches its setup arguments."""
     import ray
 
+    _STOP["file"] = stop
+    stop_if_orphaned()  # the build failed before this task started
     key = shared[0].hex()
     if _READY.get("build") != key:
         setup(*ray.get(shared[0]))
@@ -232,11 +238,11 @@ def watch_parent(parent: int, interval: float) -> None:
 def stop_if_orphaned() -> None:
     """Between a shard's chunks and before its rename: in a local pool's worker whose stage process is gone, end the
     worker at once, so it publishes no shard (only a temporary file in the staging folder a re-run deletes); in the
-    stage process or a worker of a build that failed or was interrupted, raise `Cancelled`. Elsewhere (a one-process
-    build, a Ray worker) it does nothing."""
+    stage process, a worker or a Ray task of a build that failed or was interrupted, raise `Cancelled`. Elsewhere
+    (a one-process build) it does nothing."""
     if "pid" in _PARENT and os.getppid() != _PARENT["pid"]:
         os._exit(1)
-    if _CANCELLED.is_set():
+    if _CANCELLED.is_set() or ("file" in _STOP and _STOP["file"].exists()):
         raise Cancelled("the build was stopped")
 
 

@@ -346,6 +346,7 @@ def _strings(names: Sequence[str], index: np.ndarray) -> pa.Array:
 # --- The stage: shards over a process pool -----------------------------------------------------------------
 
 FACTS_FILE = "facts.parquet"
+STOP_FILE = ".stop"  # in the staging folder: a failed Ray build's word to its tasks (engines.run_ray)
 CHUNK_ROWS = 12288  # episodes generated at once inside a shard: bounds the working set (~300 MB)
 _WORKER: dict = {}
 
@@ -485,7 +486,9 @@ def build_episodes(
         )
         setup = (Path(facts_dir).resolve(), facts_hash, seed, split_keys)
         if params.engine == "ray":
-            infos = engines.run_ray(plans, write, _install, setup, params.ray_address, params.workers, progress)
+            infos = engines.run_ray(
+                plans, write, _install, setup, root / STOP_FILE, params.ray_address, params.workers, progress
+            )
         else:
             infos = engines.run_local(plans, write, _install, setup, params.workers, progress)
         answers_sha256 = _answers_manifest(answers, plans, hidden, params.row_group_rows, digest)

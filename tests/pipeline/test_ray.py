@@ -4,7 +4,8 @@ One local Ray cluster (2 CPUs, no dashboard; Ray binds the machine's address, no
 authentication on by default) serves the module. Its workers run a setup hook that wraps the per-shard
 function: while the test's `armed` file exists, the first task to reach the second train shard leaves a
 partial temporary file and kills its own worker process (os._exit) before finishing; while `broken` exists,
-every shard fails with an error; while the `written` folder exists, each shard a worker writes is recorded there
+every shard fails with an error; while `stall` exists, the first task waits to be stopped and the second fails;
+while the `written` folder exists, each shard a worker writes is recorded there
 with the worker's pid (a build that never reached Ray records nothing). The CLI test runs
 `python -m pipeline.episodes`, which starts its own cluster (in a Ray temp folder of its own) and stops it.
 """
@@ -32,18 +33,37 @@ LOCAL = EpisodesParams(train=300, validation=60, test=60, workers=1, shard_rows=
 RAY = LOCAL.model_copy(update={"engine": "ray"})
 
 
-def _crash_hook(armed: Path, crashed: Path, broken: Path, written: Path):
+def _crash_hook(markers: Path):
     """A worker setup hook (a closure, so Ray ships it by value) that makes one shard task die mid-way,
-    or every task fail while `broken` exists, and records each shard written while `written` exists."""
+    or every task fail while `broken` exists, or, while `stall` exists, the first task to start wait for its build
+    to stop it and the second fail; it records each shard written while `written` exists."""
+    armed, crashed, broken, written = (markers / name for name in ("armed", "crashed", "broken", "written"))
+    stall, first, stopped = markers / "stall", markers / "first", markers / "stopped"
 
     def hook() -> None:
-        from pipeline import episodes
+        from pipeline import engines, episodes
 
         write = episodes._write
+
+        def stall_or_fail(plan: ShardPlan) -> None:
+            try:
+                first.open("x").close()
+            except FileExistsError:
+                raise OSError(f"no space left writing {plan.path}") from None
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                try:
+                    engines.stop_if_orphaned()
+                except engines.Cancelled:
+                    stopped.write_text(plan.path)
+                    raise
+                time.sleep(0.05)
 
         def write_or_die(plan: ShardPlan, root: Path, row_group_rows: int):
             if broken.exists():
                 raise OSError(f"no space left writing {plan.path}")
+            if stall.exists():
+                stall_or_fail(plan)
             if plan.split == "train" and plan.index == 1 and armed.exists() and not crashed.exists():
                 crashed.touch()
                 final = Path(root) / plan.path
@@ -63,13 +83,12 @@ def _crash_hook(armed: Path, crashed: Path, broken: Path, written: Path):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     markers = tmp_path_factory.mktemp("markers")
-    hook = _crash_hook(markers / "armed", markers / "crashed", markers / "broken", markers / "written")
     ray.init(
         address="local",
         num_cpus=2,
         include_dashboard=False,
         object_store_memory=100 * 2**20,
-        runtime_env={"worker_process_setup_hook": hook},
+        runtime_env={"worker_process_setup_hook": _crash_hook(markers)},
     )
     yield markers
     ray.shutdown()
@@ -125,14 +144,29 @@ def test_engine_and_address_are_checked_by_name():
     assert joined.content() == LOCAL.content()  # how a build runs is not part of what it builds
 
 
-def test_failing_task_fails_the_build_and_leaves_no_output(cluster, facts_dir, tmp_path):
-    (cluster / "broken").touch()
+def _fails_with_no_output(markers: Path, marker: str, facts_dir: Path, tmp_path: Path) -> None:
+    """A Ray build while `marker` exists fails with the task's error and leaves nothing in its parent folder."""
+    (markers / marker).touch()
     try:
         with pytest.raises(OSError, match="no space left writing data/"):
             build_episodes(facts_dir, tmp_path / "ray", RAY, SEED)
     finally:
-        (cluster / "broken").unlink()
+        (markers / marker).unlink()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_failing_task_fails_the_build_and_leaves_no_output(cluster, facts_dir, tmp_path):
+    _fails_with_no_output(cluster, "broken", facts_dir, tmp_path)
+
+
+def test_a_failed_build_stops_its_running_tasks_without_killing_them(cluster, facts_dir, tmp_path):
+    """One task fails while another is mid-shard: that one stops at its next check (`engines.Cancelled`), not by
+    `ray.cancel`, whose race with a task's completion aborts the driver."""
+    try:
+        _fails_with_no_output(cluster, "stall", facts_dir, tmp_path)
+    finally:
+        (cluster / "first").unlink(missing_ok=True)
+    assert (cluster / "stopped").read_text().startswith("data/"), "the stalled task saw the stop and ended itself"
 
 
 def _live_processes_naming(text: str) -> list[int]:
