@@ -109,8 +109,8 @@ DOMAINS = {
 }
 # Country names that take "the" inside a sentence ("the capital of the United Kingdom", "a city of the Philippines").
 THE_COUNTRIES = (
-    r"^(United|Republic|Democratic|Isle|Vatican)\b"
-    r"|(Islands|Republic|Kingdom|States|Emirates|Territory|Territories|Antilles|Bahamas|Philippines"
+    r"^(United|Republic|Democratic|People's|Isle|Vatican)\b"
+    r"|(Islands|Republic|Federation|Kingdom|States|Emirates|Territory|Territories|Antilles|Bahamas|Philippines"
     r"|Comoros|Maldives|Seychelles|Gambia|Netherlands)$"
 )
 # Declarative clauses (no final period): {s} subject, {sp} its possessive ("Iran's", "Moore Foods'"), {v} value,

@@ -170,27 +170,27 @@ COUNTRY_NAMES = {"TL": "Timor-Leste"}
 # abbreviation ("Türkiye", "Czech Republic", "USA"), GeoNames' own, with "the" where English writes one ("the US"); an
 # answer from knowledge scores. None names another country ("Korea" and "Congo" are left out; "Great Britain" is a
 # city's of England, Scotland or Wales alone: GREAT_BRITAIN).
-OTHER_COUNTRY_NAMES = {
+OTHER_COUNTRY_NAMES = {  # each also with "the" where English gives it one (`with_article`): "the UK", "the DRC"
     "BA": ["Bosnia", "Bosnia-Herzegovina", "Bosnia & Herzegovina"],
-    "CD": ["DR Congo", "DRC", "the DRC", "Congo-Kinshasa", "Democratic Republic of Congo"],
-    "CG": ["Republic of Congo", "the Republic of Congo", "Congo-Brazzaville"],  # GeoNames' "Republic of the Congo"
+    "CD": ["DR Congo", "DRC", "Congo-Kinshasa", "Democratic Republic of Congo"],
+    "CG": ["Republic of Congo", "Congo-Brazzaville"],  # GeoNames' "Republic of the Congo"
     "CI": ["Côte d'Ivoire"],
-    "CN": ["People's Republic of China", "the People's Republic of China", "PRC", "the PRC"],
+    "CN": ["People's Republic of China", "PRC"],
     "CV": ["Cape Verde"],
-    "CZ": ["Czech Republic", "the Czech Republic"],
-    "AE": ["UAE", "the UAE"],
-    "GB": ["UK", "the UK", "Britain"],
-    "IE": ["Republic of Ireland", "the Republic of Ireland"],
-    "KP": ["DPRK", "the DPRK", "Democratic People's Republic of Korea", "the Democratic People's Republic of Korea"],
-    "KR": ["Republic of Korea", "the Republic of Korea"],
-    "LA": ["Lao PDR", "Lao People's Democratic Republic", "the Lao People's Democratic Republic"],
+    "CZ": ["Czech Republic"],
+    "AE": ["UAE"],
+    "GB": ["UK", "Britain"],
+    "IE": ["Republic of Ireland"],
+    "KP": ["DPRK", "Democratic People's Republic of Korea"],
+    "KR": ["Republic of Korea"],
+    "LA": ["Lao PDR", "Lao People's Democratic Republic"],
     "MK": ["Macedonia"],
     "MM": ["Burma"],
-    "RU": ["Russian Federation", "the Russian Federation"],
+    "RU": ["Russian Federation"],
     "SZ": ["Swaziland"],
     "TL": ["Timor Leste", "East Timor"],
     "TR": ["Türkiye"],
-    "US": ["United States of America", "the United States of America", "USA", "the USA", "US", "the US"],
+    "US": ["United States of America", "USA", "US"],
     "VN": ["Viet Nam"],
 }
 # A city of the United Kingdom is as truly in its nation (GeoNames' first-level division there): Glasgow, Scotland.
@@ -284,6 +284,7 @@ OTHER_CONTINENTS = {
 # GeoNames counts in Oceania: that name is true too.
 SAHUL = frozenset({"AU", "PG"})
 _THE = re.compile(THE_COUNTRIES)
+_INITIALISM = re.compile(r"^[A-Z]{2,}$")  # "UK", "DRC"; not "DR Congo" or "Lao PDR"
 _NO_THE = re.compile(r"^(South Georgia|Heard Island) and ")  # "Heard Island and McDonald Islands", no article
 # Letters beyond Latin-1 in a city's name are transliteration marks ("Kāzerūn", "Naz̧arābād", "Qā’em Shahr"), which
 # English text leaves out; "São Paulo" and "Kraków" keep their accents.
@@ -306,6 +307,13 @@ def in_sentence(country: str) -> str:
     """How a country name reads mid-sentence: 'the United Kingdom', 'the Netherlands', 'France'."""
     name = country_name(country)
     return f"the {name}" if _THE.search(name) and not _NO_THE.search(name) else name
+
+
+def with_article(name: str) -> list[str]:
+    """A country's other name, and as a sentence writes it where that adds "the": before an initialism ("the UK",
+    "the DPRK") and wherever `in_sentence` adds it ("the Russian Federation")."""
+    written = f"the {name}" if _INITIALISM.match(name) else in_sentence(name)
+    return [name, *[written] * (written != name)]
 
 
 def city_name(city: dict) -> str:
@@ -442,7 +450,7 @@ def city_facts(city: dict, name: str, country: str) -> list[tuple[str, str, str,
     )
     if country.lower() not in name.lower() and not shared:
         written = in_sentence(country)
-        others = OTHER_COUNTRY_NAMES.get(iso, [])  # "Côte d'Ivoire", and "Cote d'Ivoire" typed without the accent
+        others = [form for other in OTHER_COUNTRY_NAMES.get(iso, []) for form in with_article(other)]
         nation = []
         if iso == "GB" and (code := city["admin1code"]) in UK_NATIONS:
             nation = [UK_NATIONS[code], *["Great Britain"] * (code in GREAT_BRITAIN)]

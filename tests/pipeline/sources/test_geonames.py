@@ -68,6 +68,22 @@ def test_country_names_read_naturally_mid_sentence(name, expected):
     assert geonames.in_sentence(name) == expected
 
 
+@pytest.mark.parametrize(
+    ("name", "forms"),
+    [
+        ("UK", ["UK", "the UK"]),
+        ("DPRK", ["DPRK", "the DPRK"]),
+        ("DR Congo", ["DR Congo"]),
+        ("Lao PDR", ["Lao PDR"]),
+        ("Russian Federation", ["Russian Federation", "the Russian Federation"]),
+        ("People's Republic of China", ["People's Republic of China", "the People's Republic of China"]),
+        ("Burma", ["Burma"]),
+    ],
+)
+def test_another_country_name_is_accepted_with_the_article_english_gives_it(name, forms):
+    assert geonames.with_article(name) == forms
+
+
 def test_a_city_name_never_gives_its_country_away(facts):
     cities = facts.filter(pl.col("relation") == "city_country")
     assert not any(row[1].lower() in row[0].lower() for row in cities.select("subject", "answer").iter_rows())
@@ -347,9 +363,15 @@ def test_districts_and_neighbourhoods_are_not_asked_as_cities(facts):
         ("Glasgow", "United Kingdom", ["UK", "the United Kingdom", "the UK", "Scotland", "Britain", "Great Britain"]),
         ("Dubai", "United Arab Emirates", ["UAE", "the United Arab Emirates", "the UAE"]),
         ("Sarajevo", "Bosnia and Herzegovina", ["Bosnia", "Bosnia-Herzegovina", "Bosnia & Herzegovina"]),
-        ("Kinshasa", "Democratic Republic of the Congo", ["Democratic Republic of Congo", "DRC", "the DRC"]),
+        (
+            "Kinshasa",
+            "Democratic Republic of the Congo",
+            ["Democratic Republic of Congo", "the Democratic Republic of Congo", "DRC", "the DRC"],
+        ),
         ("Vientiane", "Laos", ["Lao PDR", "Lao People's Democratic Republic"]),
-        ("Hamhung", "North Korea", ["DPRK", "Democratic People's Republic of Korea"]),
+        ("Hamhung", "North Korea", ["DPRK", "the DPRK", "the Democratic People's Republic of Korea"]),
+        ("Shanghai", "China", ["PRC", "the PRC", "People's Republic of China", "the People's Republic of China"]),
+        ("Novosibirsk", "Russia", ["Russian Federation", "the Russian Federation"]),
         ("Cork", "Ireland", ["Republic of Ireland"]),
         ("Cardiff", "United Kingdom", ["Wales"]),
         ("Wolverhampton", "United Kingdom", ["England"]),
