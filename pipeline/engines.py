@@ -141,11 +141,16 @@ def _stop_ray_tasks(refs: list, stop: Path) -> None:
     """Stops a failed build's remaining tasks and waits for them to end: no task may keep writing into a staging
     folder that is being removed. They are asked, not cancelled: each sees the `stop` file at its next check and
     raises `Cancelled`. `ray.cancel` races with a task's own completion and aborts this process, with force or without
-    (Ray 2.60: "Tried to complete task that was not pending"); only a task that outlives RAY_STOP_S is killed."""
+    (Ray 2.60: "Tried to complete task that was not pending"); only a task that outlives RAY_STOP_S is killed, or every
+    one at once where the file cannot be made (the build's own error may be the reason: a read-only filesystem)."""
     import ray
 
-    stop.touch()
-    _, left = ray.wait(refs, num_returns=len(refs), timeout=RAY_STOP_S)
+    try:
+        stop.touch()
+        timeout = RAY_STOP_S
+    except OSError:
+        timeout = 0
+    _, left = ray.wait(refs, num_returns=len(refs), timeout=timeout)
     for ref in left:
         ray.cancel(ref, force=True)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import ray
 
+from pipeline import engines
 from pipeline.episodes import AUDIT_SECTION, build_episodes
 from pipeline.params import EpisodesParams, ParamsError, section
 from pipeline.writer import ShardPlan
@@ -167,6 +168,22 @@ def test_a_failed_build_stops_its_running_tasks_without_killing_them(cluster, fa
     finally:
         (cluster / "first").unlink(missing_ok=True)
     assert (cluster / "stopped").read_text().startswith("data/"), "the stalled task saw the stop and ended itself"
+
+
+def test_tasks_that_cannot_be_asked_to_stop_are_killed_at_once(cluster, tmp_path):
+    """Where the stop file cannot be made, the build's error stands and its tasks are cancelled without waiting."""
+
+    @ray.remote
+    def sleeper() -> None:
+        time.sleep(300)
+
+    ref = sleeper.remote()
+    ray.wait([ref], timeout=1)  # let it start
+    started = time.monotonic()
+    engines._stop_ray_tasks([ref], tmp_path / "gone" / ".stop")
+    with pytest.raises(ray.exceptions.TaskCancelledError):
+        ray.get(ref, timeout=60)
+    assert time.monotonic() - started < engines.RAY_STOP_S, "not after waiting for it to stop itself"
 
 
 def _live_processes_naming(text: str) -> list[int]:
