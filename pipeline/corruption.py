@@ -240,6 +240,7 @@ class Truths:
     numeric: np.ndarray
     prefix: pl.Series
     suffix: pl.Series
+    affixed: np.ndarray  # the answer has a prefix or a suffix
     value: np.ndarray  # the number scaled to an integer by 10**decimals
     decimals: np.ndarray
     separated: np.ndarray  # separators from SEPARATED_FROM up: not in years, nor where the answer has none there
@@ -319,6 +320,9 @@ def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None
         numeric=numeric,
         prefix=parsed["prefix"].fill_null(""),
         suffix=parsed["suffix"].fill_null(""),
+        affixed=((parsed["prefix"].str.len_bytes() > 0) | (parsed["suffix"].str.len_bytes() > 0))
+        .fill_null(False)
+        .to_numpy(),
         value=value,
         decimals=decimals,
         separated=~(year | plain),
@@ -559,9 +563,12 @@ def claims(
     moved = _near_miss(
         t, p, value[at], decimals[at], drawn, np.where(fell[at], max(round_ - SPREAD_ROUNDS + 1, 0), round_)
     )
-    numbers, number_keys = _format(moved, decimals[at], t.separated[p], t.prefix.gather(p), t.suffix.gather(p))
+    numbers, number_keys = _format(t, p, moved, decimals[at])
     order = np.argsort(np.r_[at, by, rest], kind="stable")
-    values = pl.concat([numbers, t.neighbours.values.gather(neighbour), pool.values.gather(pick)]).gather(order)
+    # One gather over the three sources side by side (chunks, not copies): each gather is a polars call of its own
+    # cost, and a redraw round may hold a handful of items.
+    index = np.r_[np.arange(len(at)), len(at) + neighbour, len(at) + len(t.neighbours.values) + pick][order]
+    values = pl.concat([numbers, t.neighbours.values, pool.values], rechunk=False).gather(index)
     keys = np.r_[number_keys, t.neighbours.keys[neighbour], pool.keys[pick]][order]
     read = np.r_[moved / 10.0 ** decimals[at], t.neighbours.read[neighbour], pool.read[pick]][order]
     return values, keys, applied, read
@@ -623,17 +630,16 @@ def _rounded(value: np.ndarray, figures: np.ndarray) -> np.ndarray:
     return (value + unit // 2) // unit * unit
 
 
-def _format(
-    value: np.ndarray, decimals: np.ndarray, separated: np.ndarray, prefix: pl.Series, suffix: pl.Series
-) -> tuple[pl.Series, np.ndarray]:
-    """Numbers written as the sources write answers (the answer's prefix and suffix, thousands separators from
-    SEPARATED_FROM up where `separated`, decimals without trailing zeros: 1.008, 65.38, 294) and their keys.
+def _format(t: Truths, rows: np.ndarray, value: np.ndarray, decimals: np.ndarray) -> tuple[pl.Series, np.ndarray]:
+    """Numbers written as the answers of fact `rows` are (their prefix and suffix, thousands separators from
+    SEPARATED_FROM up where `t.separated`, decimals without trailing zeros: 1.008, 65.38, 294) and their keys.
 
     Most are whole numbers without prefix or suffix (years, counts): a cast writes them, Python's format spec adds
     separators (faster than string kernels over digit groups), and their key is their digits' (`key_expr` drops
     the separators). The rest are written one by one and keyed by `key_expr`."""
     whole = value // 10**decimals
-    plain = (decimals == 0) & (prefix.str.len_bytes() == 0).to_numpy() & (suffix.str.len_bytes() == 0).to_numpy()
+    plain = (decimals == 0) & ~t.affixed[rows]
+    separated = t.separated[rows]
     digits = pl.Series(whole, dtype=pl.Int64).cast(pl.String)
     keys = np.zeros(len(value), dtype=np.uint64)
     keys[plain] = digits.filter(plain).hash(seed=0).to_numpy()
@@ -645,7 +651,7 @@ def _format(
     written = []
     columns = (value[other].tolist(), decimals[other].tolist(), separated[other].tolist())
     for number, places, separate, before, after in zip(
-        *columns, prefix.gather(other), suffix.gather(other), strict=True
+        *columns, t.prefix.gather(rows[other]), t.suffix.gather(rows[other]), strict=True
     ):
         integer, frac = divmod(number, 10**places)
         body = f"{integer:,}" if separate and integer >= SEPARATED_FROM else str(integer)

@@ -1064,21 +1064,25 @@ def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -
 def _piece_index(segments: Sequence[tuple[Pieces, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """The row in `stacked` of every piece of every document, and where each document's pieces end. Piece positions
     are int32 (a chunk holds far fewer than 2**31 pieces): the index arithmetic over every piece is most of the cost,
-    and its temporaries are freed before the gather."""
+    and its temporaries are freed before the gather. Each segment's lengths and offsets are gathered into a row of
+    their own (contiguous) and laid out document by document in one transpose."""
     n = len(segments[0][1])
-    lengths = np.empty((n, len(segments)), dtype=np.int32)
+    lengths = np.empty((len(segments), n), dtype=np.int32)
     offsets = np.empty_like(lengths)
     for j, (pieces, rows) in enumerate(segments):
-        lengths[:, j] = pieces.length[rows]
-        offsets[:, j] = pieces.offset[rows]
-    ends = np.cumsum(lengths, dtype=np.int64).reshape(n, -1)
+        lengths[j] = pieces.length[rows]
+        offsets[j] = pieces.offset[rows]
+    lengths, offsets = lengths.T.ravel(), offsets.T.ravel()
+    ends = np.cumsum(lengths, dtype=np.int32)
     # The code of piece i of the chunk is _ALL_CODES[i + (its segment's offset - the segment's first piece)].
-    at = np.repeat((offsets - (ends - lengths)).astype(np.int32).ravel(), lengths.ravel())
+    at = np.repeat(offsets - (ends - lengths), lengths)
     at += np.arange(len(at), dtype=np.int32)
-    first = np.where(_ALL_CODES >= 0, _ALL_CODES, len(_LITERAL_SERIES) + (-1 - _ALL_CODES) * n).astype(np.int32)
+    literals = len(_LITERAL_SERIES)
+    first = np.where(_ALL_CODES >= 0, _ALL_CODES, literals + (-1 - _ALL_CODES) * n).astype(np.int32)
     index = first[at]
-    index += (_ALL_CODES[at] < 0) * np.repeat(np.arange(n, dtype=np.int32), np.diff(ends[:, -1], prepend=0))
-    return index, ends[:, -1]
+    doc_ends = ends[len(segments) - 1 :: len(segments)]
+    index += (index >= literals) * np.repeat(np.arange(n, dtype=np.int32), np.diff(doc_ends, prepend=0))
+    return index, doc_ends
 
 
 def _index(u: np.ndarray, size: int | np.ndarray) -> np.ndarray:
