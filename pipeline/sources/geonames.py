@@ -167,10 +167,10 @@ NO_CITY_COUNTRY_REGIONS = frozenset(
 # GeoNames' country names that English writes otherwise ("Timor Leste"): the name questions and answers use.
 COUNTRY_NAMES = {"TL": "Timor-Leste"}
 # Other names of a country, each accepted where a city's country is asked: the official or former name, the
-# abbreviation ("Türkiye", "Czech Republic", "USA"), GeoNames' own, with "the" where English writes one ("the US"); an
-# answer from knowledge scores. None names another country ("Korea" and "Congo" are left out; "Great Britain" is a
-# city's of England, Scotland or Wales alone: GREAT_BRITAIN).
-OTHER_COUNTRY_NAMES = {  # each also with "the" where English gives it one (`with_article`): "the UK", "the DRC"
+# abbreviation ("Türkiye", "Czech Republic", "USA"), GeoNames' own, each also with "the" where English writes one
+# (`with_article`: "the US", "the Russian Federation"); an answer from knowledge scores. None names another country
+# ("Korea" and "Congo" are left out; "Great Britain" is a city's of England, Scotland or Wales alone: GREAT_BRITAIN).
+OTHER_COUNTRY_NAMES = {
     "BA": ["Bosnia", "Bosnia-Herzegovina", "Bosnia & Herzegovina"],
     "CD": ["DR Congo", "DRC", "Congo-Kinshasa", "Democratic Republic of Congo"],
     "CG": ["Republic of Congo", "Congo-Brazzaville"],  # GeoNames' "Republic of the Congo"
