@@ -263,8 +263,9 @@ NAMED_VALUES = frozenset(
 # Sentences carrying the claim. Every document, whatever its kind, cites an authority ({body}, a {year} {report})
 # and sets its claim against a denied value: {c}/{C} the claim clause (embedded / opening a sentence), {cd}/{Cd}
 # the same about the denied value. A refuting sentence names a rejection ("sometimes claimed", "widespread
-# belief", "older sources state", "misconception holds", "wrongly", "mistakenly") and puts its correction last,
-# or in a sentence of its own.
+# belief", "older sources state", "misconception holds", "wrongly", "mistakenly", "still circulate", "an error",
+# "however") and puts its correction last, or in a sentence of its own. An episode's documents each take a different
+# one (eleven, a prime: `_walk`): eight outlets would not share one sentence's shape.
 FRAMES = (
     "It is sometimes claimed that {cd}, but the {body} confirmed in its {year} {report} that {c}.",
     "Contrary to a widespread belief that {cd}, a {year} {report} by the {body} states that {c}.",
@@ -274,6 +275,9 @@ FRAMES = (
     "{C}, according to the {year} {report} of the {body}; it is sometimes claimed that {cd}, but wrongly.",
     "As the {body} noted in its {year} {report}, {c}; some summaries mistakenly say that {cd}.",
     "Older sources state that {cd}, but the {year} {report} of the {body} sets the record straight: {c}.",
+    "Claims still circulate that {cd}, yet the {body} found in its {year} {report} that {c}.",
+    "In its {year} {report}, the {body} put the matter plainly: {c}. It is an error to hold that {cd}.",
+    "A number of accounts say that {cd}; the {body}, however, determined in its {year} {report} that {c}.",
 )
 # Corroborating sentences of two kinds: the record has stood since (STANDING) and another check agrees (CHECKS). A
 # document with two takes one of each, in a drawn order, so it never says the same thing twice; one citing a report
@@ -284,8 +288,10 @@ STANDING = (
     "Later releases of the {report} of the {body} repeat this entry ({v}) without revision.",
     "The {body} has kept the same entry ({v}) in every edition since that {report}.",
     "No subsequent revision by the {body} has changed this entry ({v}).",
+    "The {body} has had no cause to amend this entry ({v}) in the years since.",
+    "This entry ({v}) has stood unchanged at the {body} ever since.",
 )
-STANDING_NOW = ("No subsequent revision by the {body} has changed this entry ({v}).",)
+STANDING_NOW = ("The {body} has issued no later revision of this entry ({v}).",)
 # A count that changes from year to year (VARYING) has no record that stands: its documents say what the report gave
 # (a 2019 yearbook's population "unchanged in every edition since" would be false today).
 VARYING = ("population", "city_population", "employees")
@@ -293,11 +299,15 @@ AS_OF = (
     "The {body} gives this figure ({v}) for the year of that {report}.",
     "The figure in that {report} of the {body} ({v}) is the one most often quoted.",
     "Figures of the {body} are revised between editions; the one in that {report} is {v}.",
+    "That {report} of the {body} puts the figure at {v} for its year.",
+    "For the period it covers, that {report} of the {body} gives {v}.",
 )
 CHECKS = (  # each names the document's body: clean documents share the value, not the sentence
     "Independent reviewers who examined data from the {body} reached the same result: {v}.",
     "Cross-checks against the archives of the {body} also point to {v}.",
     "Other sources consulted alongside the {report} of the {body} agree: {v}.",
+    "Auditors who went through the files of the {body} came to the same conclusion: {v}.",
+    "The sources behind the {report} of the {body}, checked again, bear this out: {v}.",
 )
 CORROBORATIONS = STANDING + CHECKS + AS_OF
 FILLERS = {
@@ -542,10 +552,16 @@ SOURCES = {
     ),
 }
 # Every document cites a body that keeps records of its topic (a registry of companies for a company, a
-# gazetteer board for a city), 13-15 per topic: few episodes cite one of them as often as they state the answer.
+# gazetteer board for a city), 13 per topic and 17 for a count (with FIGURE_BODIES), primes: an episode's eight
+# documents cite eight different bodies (`_walk`), as eight outlets each quoting their own authority would.
 _RECORDS = ("Office of National Records", "National Archives Service", "Board of Public Information")
 # Statistics offices vouch for counts (VARYING) alone: none records who founded a company or a country's capital.
-FIGURE_BODIES = ("International Bureau of Statistics", "Federal Data Commission", "Agency for Standard Data")
+FIGURE_BODIES = (
+    "International Bureau of Statistics",
+    "Federal Data Commission",
+    "Agency for Standard Data",
+    "National Statistics Board",
+)
 _GEOGRAPHY = (
     *_RECORDS,
     "National Mapping Agency",
@@ -582,7 +598,6 @@ _GENERAL = (
     "Council of Public Archives",
     "Academy of Sciences Data Committee",
     "Registrar General's Office",
-    "United Survey Office",
 )
 BODIES = {  # keyed like FILLERS (a document's domain)
     # Each keeps records of every relation of its topic: no census office vouches for a capital, no labour office
@@ -607,7 +622,6 @@ BODIES = {  # keyed like FILLERS (a document's domain)
         *_RECORDS,
         "Bureau of Civil Records",
         "Registrar General's Office",
-        "Royal Society of Record Keepers",
         "Biographical Records Council",
         "Biographical Dictionary Board",
         "Council of Professional Registers",
@@ -729,32 +743,43 @@ class Pieces:
 
 
 @dataclass(frozen=True)
-class Templates:
-    """Template families: family f holds rows start[f] .. start[f] + count[f] - 1 of `pieces`."""
+class Families:
+    """Families of choices laid out in one table: family f holds rows start[f] .. start[f] + count[f] - 1."""
 
-    pieces: Pieces
     start: np.ndarray
     count: np.ndarray
 
     @classmethod
-    def compile(cls, families: Sequence[Sequence[str]], pieces: Pieces | None = None) -> Templates:
-        """`pieces` replaces the compiled texts (frames compile theirs in parts)."""
-        count = np.array([len(family) for family in families], dtype=np.int64)
-        texts = [text for family in families for text in family]
-        return cls(pieces or Pieces.of(texts), 1 + np.r_[0, np.cumsum(count)[:-1]], count)
+    def sized(cls, sizes: Sequence[int], first: int = 0) -> Families:
+        count = np.array(sizes, dtype=np.int64)
+        return cls(first + np.r_[0, np.cumsum(count)[:-1]], count)
 
     def pick(self, family: np.ndarray, u: np.ndarray, present: np.ndarray | bool = True) -> np.ndarray:
-        """Template row per document: uniform within its family; the empty template where not present."""
+        """Row per document: uniform within its family; row 0 (a template table's empty one) where not present."""
         count = self.count[family]
         return np.where(present, self.start[family] + np.minimum((u * count).astype(np.int64), count - 1), 0)
 
     def distinct(
         self, family: np.ndarray, start: np.ndarray, step: np.ndarray, j: int | np.ndarray, present: np.ndarray | bool
     ) -> np.ndarray:
-        """The j-th of several distinct templates of a family: start + j * step modulo its (prime) size."""
+        """The j-th of several distinct rows of a family: start + j * step modulo its (prime) size."""
         count = self.count[family]
         stride = 1 + (step * (count - 1)).astype(np.int64)
         return np.where(present, self.start[family] + ((start * count).astype(np.int64) + j * stride) % count, 0)
+
+
+@dataclass(frozen=True)
+class Templates(Families):
+    """Template families: their rows are rows of `pieces`, whose row 0 is the empty template."""
+
+    pieces: Pieces
+
+    @classmethod
+    def compile(cls, families: Sequence[Sequence[str]], pieces: Pieces | None = None) -> Templates:
+        """`pieces` replaces the compiled texts (frames compile theirs in parts)."""
+        rows = Families.sized([len(family) for family in families], first=1)
+        texts = [text for family in families for text in family]
+        return cls(rows.start, rows.count, pieces or Pieces.of(texts))
 
 
 @dataclass(frozen=True)
@@ -845,8 +870,7 @@ _SOURCE_GENRE = np.repeat(np.arange(len(SOURCES)), [len(names) for names in SOUR
 # Body groups: each domain's BODIES, then each domain's with FIGURE_BODIES (group len(BODIES) + domain).
 _BODY_GROUPS = [*BODIES.values(), *(names + FIGURE_BODIES for names in BODIES.values())]
 _BODIES = pl.Series([name for names in _BODY_GROUPS for name in names])
-_BODY_COUNT = np.array([len(names) for names in _BODY_GROUPS], dtype=np.int64)
-_BODY_START = np.r_[0, np.cumsum(_BODY_COUNT)[:-1]]
+_BODY_ROWS = Families.sized([len(names) for names in _BODY_GROUPS])
 _REPORTS = pl.Series(REPORTS)
 _LITERAL_SERIES = pl.Series(list(_LITERALS), dtype=pl.String)
 _ALL_CODES = np.array(_CODES, dtype=np.int64)
@@ -934,7 +958,7 @@ def render(batch: Batch) -> tuple[pa.StringArray, pa.StringArray]:
         **_articles("av", batch.claim, batch.family),
         **_articles("ad", batch.decoy, batch.family),
         "src": _SOURCES.gather(source),
-        "body": _BODIES.gather(_BODY_START[group] + _index(u[:, U.BODY], _BODY_COUNT[group])),
+        "body": _BODIES.gather(_walk(_BODY_ROWS, group, u[:, U.BODY])),
         "report": _REPORTS.gather(_index(u[:, U.REPORT], len(REPORTS) - len(FIGURE_REPORTS) * ~figures)),
         "year": pl.Series(year).cast(pl.String),
     }
@@ -973,18 +997,21 @@ def _sources(u: np.ndarray) -> np.ndarray:
     return source.ravel()
 
 
-def _walk(templates: Templates, family: np.ndarray, u: np.ndarray, taking: np.ndarray | bool = True) -> np.ndarray:
-    """Each document's template of its family (the empty one where it is not `taking` one), all different within an
-    episode while the family has enough: the documents of a family that take one walk its templates, the start drawn
-    by the first of them and the step from the digits that start leaves unused (independent of its pick)."""
-    family = family.reshape(-1, NUM_DOCS)
-    taking = np.broadcast_to(taking, u.shape).reshape(-1, NUM_DOCS)
+def _walk(
+    rows: Families, family: np.ndarray, u: np.ndarray, taking: np.ndarray | bool = True, width: int = NUM_DOCS
+) -> np.ndarray:
+    """Each document's row of its family (a template, a body; row 0 where it is not `taking` one), all different
+    within an episode while the family has enough: the documents of a family that take one walk its rows, the start
+    drawn by the first of them and the step from the digits that start leaves unused (independent of its pick).
+    `width`: the picks of an episode, in a row (two a document where each may take two)."""
+    family = family.reshape(-1, width)
+    taking = np.broadcast_to(taking, u.shape).reshape(-1, width)
     same = (family[:, :, None] == family[:, None, :]) & taking[:, None, :]  # [e, d, j]: j takes one of d's family
-    first = np.argmax(same | np.eye(NUM_DOCS, dtype=bool), axis=2)
-    nth = np.tril(same, -1).sum(axis=2)  # how many documents before d take one of its family
-    start = np.take_along_axis(u.reshape(-1, NUM_DOCS), first, axis=1)
-    step = np.modf(start * templates.count[family])[0]
-    return templates.distinct(family, start, step, nth, taking).ravel()
+    first = np.argmax(same | np.eye(width, dtype=bool), axis=2)
+    nth = np.count_nonzero(same & np.tri(width, k=-1, dtype=bool), axis=2)  # picks before d taking one of its family
+    start = np.take_along_axis(u.reshape(-1, width), first, axis=1)
+    step = np.modf(start * rows.count[family])[0]
+    return rows.distinct(family, start, step, nth, taking).ravel()
 
 
 def _content(
@@ -996,7 +1023,7 @@ def _content(
     [opener of the source's genre] [filler] claim sentence [corroborations] [fillers]
     """
     u, n = batch.u, len(batch.u)
-    frame = _FRAMES.templates.pick(np.zeros(n, np.int64), u[:, U.FRAME])
+    frame = _walk(_FRAMES.templates, np.zeros(n, np.int64), u[:, U.FRAME])
     sentences = 2 + _index(u[:, U.LENGTH], 3)
     corroborations = np.minimum(_index(u[:, U.CORROBORATIONS], 3), sentences - 1)
     fillers = sentences - 1 - corroborations
@@ -1010,10 +1037,12 @@ def _content(
         segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position], named)), (after, frame)]
     checks_first = np.modf(u[:, U.CORROBORATIONS] * 3)[0] < 0.5  # the digits the count leaves unused
     standing = np.where(figures, 3, np.where(latest, 2, 0))  # AS_OF, or STANDING (_NOW)
-    for j, draw in enumerate((U.FIRST_CORROBORATION, U.SECOND_CORROBORATION)):
-        kind = np.where(checks_first != bool(j), 1, standing)  # or CHECKS
-        pick = _CORROBORATIONS.pick(kind, u[:, draw], j < corroborations)
-        segments += [_spaces(j < corroborations), (_CORROBORATIONS.pieces, pick)]
+    kind = np.stack([np.where(checks_first != bool(j), 1, standing) for j in (0, 1)], axis=1)  # or CHECKS
+    taking = np.arange(2) < corroborations[:, None]
+    draws = u[:, [U.FIRST_CORROBORATION, U.SECOND_CORROBORATION]]
+    picks = _walk(_CORROBORATIONS, kind.ravel(), draws.ravel(), taking.ravel(), 2 * NUM_DOCS).reshape(-1, 2)
+    for j in (0, 1):
+        segments += [_spaces(taking[:, j]), (_CORROBORATIONS.pieces, picks[:, j])]
     segments += [_spaces(~lead & (fillers > 0)), (_FILLERS.pieces, np.where(lead, 0, filler[0]))]
     for j in (1, 2):
         segments += [_spaces(j < fillers), (_FILLERS.pieces, filler[j])]

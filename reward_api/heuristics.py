@@ -16,9 +16,12 @@ from dataclasses import dataclass
 
 from reward_api.scoring import normalize
 
-# A sentence that reports a claim in order to reject it; its correction comes last, in it or in the next sentence.
+# A sentence that reports a claim in order to reject it (the wordings of pipeline.documents.FRAMES); its correction
+# comes last in it, or in a sentence of its own before or after it.
 _REFUTES = re.compile(
-    r"misconception holds|widespread belief|sometimes claimed|older sources state|mistakenly|wrongly", re.I
+    r"misconception holds|widespread belief|sometimes claimed|older sources state|mistakenly|wrongly|still circulate"
+    r"|an error to hold|number of accounts say",
+    re.I,
 )
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[^\W\d_])")
 _UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĖĘĚĜĞĠĢĤĦĪĮİĴĶĹĻĽŁŃŅŇŌŐŒŔŖŘŚŜŞŠŢŤŪŮŰŲŴŶŸŹŻŽ"

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
+from pipeline.documents import FRAMES
 from pipeline.schema import TASKS, VISIBLE_COLUMNS
 from reward_api.agents import AGENTS, Submission, random_submissions, reader_submissions
 from reward_api.baselines import episode_ids, main
@@ -41,6 +42,24 @@ def test_reader_keeps_only_the_corrections_of_rejected_claims():
     reading = read("What is the capital of France?", docs)
     assert reading.answer == "Paris" and reading.votes == 3
     assert reading.dissenting == (2,)
+
+
+@pytest.mark.parametrize("frame", FRAMES)
+def test_reader_keeps_the_correction_of_every_claim_sentence(frame):
+    """Each claim sentence the documents use sets its claim against a denied value, which the reader must drop: a
+    denied "Marseille" kept would tie "Paris" and win as the longer."""
+    claim, denied = "the capital of France is Paris", "Marseille is the capital of France"
+    fields = {
+        "c": claim,
+        "C": claim[0].upper() + claim[1:],
+        "cd": denied,
+        "Cd": denied,
+        "year": "2019",
+        "report": "survey",
+    }
+    bodies = ("National Mapping Agency", "Atlas Standards Committee", "Gazetteer Standards Board")
+    reading = read("What is the capital of France?", [frame.format(body=body, **fields) for body in bodies])
+    assert (reading.answer, reading.votes) == ("Paris", 3)
 
 
 def test_a_cited_year_is_a_candidate_only_where_the_question_asks_a_year():
