@@ -310,7 +310,7 @@ def in_sentence(country: str) -> str:
 
 
 def with_article(name: str) -> list[str]:
-    """A country's other name, and as a sentence writes it where that adds "the": before an initialism ("the UK",
+    """A country's name, and as a sentence writes it where that adds "the": before an initialism ("the UK",
     "the DPRK") and wherever `in_sentence` adds it ("the Russian Federation")."""
     written = f"the {name}" if _INITIALISM.match(name) else in_sentence(name)
     return [name, *[written] * (written != name)]
@@ -449,12 +449,11 @@ def city_facts(city: dict, name: str, country: str) -> list[tuple[str, str, str,
         or (iso, city["admin1code"]) in NO_CITY_COUNTRY_REGIONS
     )
     if country.lower() not in name.lower() and not shared:
-        written = in_sentence(country)
-        others = [form for other in OTHER_COUNTRY_NAMES.get(iso, []) for form in with_article(other)]
+        names = [form for each in (country, *OTHER_COUNTRY_NAMES.get(iso, [])) for form in with_article(each)]
         nation = []
         if iso == "GB" and (code := city["admin1code"]) in UK_NATIONS:
             nation = [UK_NATIONS[code], *["Great Britain"] * (code in GREAT_BRITAIN)]
-        aliases = [written] * (written != country) + others + nation
+        aliases = names[1:] + nation  # names[0] is the answer
         facts.append(("city_country", f"In which country is {place}?", country, aliases, "place"))
     return facts
 
