@@ -1180,10 +1180,11 @@ def _years(
     year and the report year), as would a bound from the answer's year (every later claim would then be the one
     whose report came too early).
     """
+    answer = answer.gather_every(NUM_DOCS)  # an episode's documents share its answer: read once an episode
     answered, *values = [_four_digits(v.str.replace_all(",", "", literal=True)) for v in (answer, claim, decoy)]
-    named = np.repeat(np.concatenate([v.reshape(-1, NUM_DOCS) for v in values], axis=1), NUM_DOCS, axis=0)
-    excluded = np.concatenate([answered[:, None], named], axis=1)
-    truth = _year_values(answer)
+    named = np.concatenate([answered[:, None], *(v.reshape(-1, NUM_DOCS) for v in values)], axis=1)
+    excluded = np.repeat(named, NUM_DOCS, axis=0)
+    truth = np.repeat(_year_values(answer), NUM_DOCS)
     own = np.where(truth > 0, np.maximum(_as_year(values[0]), _as_year(values[1])), 0)
     rows = np.flatnonzero(wordy & (truth == 0))  # few: the years inside a text claim take a regular expression
     if len(rows):

@@ -163,10 +163,8 @@ def _claim_draws(seed: int, ids: np.ndarray, subs: np.ndarray, slots: tuple[Slot
     """The (n, corruption.U_COLUMNS) draws of a wrong claim: a 53-bit pick, then two 16-bit shape draws."""
     pick, shape = slots
     out = np.empty((len(ids), corruption.U_COLUMNS))
-    for sub in np.unique(subs):
-        at = subs == sub
-        out[at, 0] = (bits(seed, ids[at], pick, int(sub)) >> np.uint64(11)).astype(np.float64) / 2.0**53
-        out[at, 1:] = _units(bits(seed, ids[at], shape, int(sub)), 2)
+    out[:, 0] = (bits(seed, ids, pick, subs) >> np.uint64(11)).astype(np.float64) / 2.0**53
+    out[:, 1:] = _units(bits(seed, ids, shape, subs), 2)
     return out
 
 
@@ -235,10 +233,8 @@ def generate(ctx: SplitFacts, seed: int, ids: np.ndarray, draws: np.ndarray | No
     claim = pl.concat([answer, *claims]).gather(which)
     claim_key = np.concatenate([ctx.truths.accepted[fact, 0], *keys])[which]
 
-    style = np.stack(
-        [bits(seed, draws, Slot.STYLE, d * STYLE_WORDS + w) for d in range(NUM_DOCS) for w in range(STYLE_WORDS)]
-    )
-    u = _units(style.reshape(NUM_DOCS, STYLE_WORDS, n).transpose(2, 0, 1), 4).reshape(n * NUM_DOCS, -1)
+    style = bits(seed, draws[:, None], Slot.STYLE, np.arange(NUM_DOCS * STYLE_WORDS))  # word w of doc d: d * W + w
+    u = _units(style.reshape(n, NUM_DOCS, STYLE_WORDS), 4).reshape(n * NUM_DOCS, -1)
     decoy = _decoys(ctx, seed, draws, fact, episode, doc, level, answer, claim, claim_key)
     title, content = documents.render(
         documents.Batch(

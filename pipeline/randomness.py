@@ -17,10 +17,13 @@ _SUB = np.uint64(0xCA5A826395121157)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, vectorised over uint64 (wrap-around is intended)."""
-    x = (x ^ (x >> np.uint64(30))) * _M1
-    x = (x ^ (x >> np.uint64(27))) * _M2
-    return x ^ (x >> np.uint64(31))
+    """splitmix64's finaliser, vectorised over uint64 (wrap-around is intended); in place after its first step."""
+    x = x ^ (x >> np.uint64(30))
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    x ^= x >> np.uint64(31)
+    return x
 
 
 def _key(seed: int) -> np.uint64:
@@ -28,8 +31,9 @@ def _key(seed: int) -> np.uint64:
         return _mix(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + _GOLDEN)[0]
 
 
-def bits(seed: int, ids: np.ndarray, slot: int, sub: int = 0) -> np.ndarray:
-    """64 random bits per id for draw `slot` (a named draw) and `sub` (its index, e.g. a document)."""
+def bits(seed: int, ids: np.ndarray, slot: int, sub: int | np.ndarray = 0) -> np.ndarray:
+    """64 random bits per id for draw `slot` (a named draw) and `sub` (its index, e.g. a document), broadcast: subs
+    per id, or `ids[:, None]` and a row of subs for a column per sub (the ids are mixed once for all of them)."""
     ids = np.asarray(ids, dtype=np.int64).astype(np.uint64)
     with np.errstate(over="ignore"):
         x = _mix(ids * _GOLDEN ^ _key(seed))
@@ -52,5 +56,5 @@ def integers(seed: int, ids: np.ndarray, slot: int, high: int | np.ndarray, sub:
 
 def permutations(seed: int, ids: np.ndarray, slot: int, n: int) -> np.ndarray:
     """One random permutation of range(n) per id, shape (len(ids), n); uses subs 0 .. n-1 of `slot`."""
-    keys = np.stack([bits(seed, ids, slot, j) for j in range(n)], axis=1)
+    keys = bits(seed, np.asarray(ids)[:, None], slot, np.arange(n))
     return np.argsort(keys, axis=1, kind="stable").astype(np.int64)
