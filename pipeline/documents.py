@@ -1004,12 +1004,15 @@ def _walk(
     within an episode while the family has enough: the documents of a family that take one walk its rows, the start
     drawn by the first of them and the step from the digits that start leaves unused (independent of its pick).
     `width`: the picks of an episode, in a row (two a document where each may take two)."""
-    family = family.reshape(-1, width)
-    taking = np.broadcast_to(taking, u.shape).reshape(-1, width)
-    same = (family[:, :, None] == family[:, None, :]) & taking[:, None, :]  # [e, d, j]: j takes one of d's family
-    first = np.argmax(same | np.eye(width, dtype=bool), axis=2)
-    nth = np.count_nonzero(same & np.tri(width, k=-1, dtype=bool), axis=2)  # picks before d taking one of its family
-    start = np.take_along_axis(u.reshape(-1, width), first, axis=1)
+    family, u = family.reshape(-1, width), u.reshape(-1, width)
+    taking = np.broadcast_to(taking, family.size).reshape(family.shape)
+    if taking.all() and (family == family[:, :1]).all():  # one family an episode, every pick taking (bodies, frames)
+        start, nth = np.repeat(u[:, :1], width, axis=1), np.arange(width)
+    else:
+        same = (family[:, :, None] == family[:, None, :]) & taking[:, None, :]  # [e, d, j]: j takes one of d's family
+        first = np.argmax(same | np.eye(width, dtype=bool), axis=2)
+        nth = np.count_nonzero(same & np.tri(width, k=-1, dtype=bool), axis=2)  # picks of d's family before d
+        start = np.take_along_axis(u, first, axis=1)
     step = np.modf(start * rows.count[family])[0]
     return rows.distinct(family, start, step, nth, taking).ravel()
 
