@@ -182,14 +182,14 @@ def checked_sql() -> str:
     )
     # A document has a title and content, and its content states its claim; a document labelled number claims one.
     # A missing document or claim is another invariant's violation (eight_documents, *_claims_*), not these.
-    texts = " AND ".join(
-        f"coalesce(documents[{p}].title != '' AND documents[{p}].content != '' AND "
-        f"(doc_claims[{p}] IS NULL OR contains(documents[{p}].content, doc_claims[{p}])), documents[{p}] IS NULL)"
-        for p in _POSITIONS
+    # A lambda over the documents reads each one's text in place (documents[p].content copies it: 1.5x the time).
+    texts = (
+        "coalesce(list_bool_and(list_transform(documents, lambda d, p: coalesce(d.title != '' AND d.content != '' "
+        "AND (doc_claims[p] IS NULL OR contains(d.content, doc_claims[p])), d IS NULL))), true)"
     )
+    # The regular expression runs on the number documents' claims alone (inside a CASE), not on every claim.
     numbers = " AND ".join(
-        f"(doc_corruption[{p}] IS DISTINCT FROM 'number' OR doc_claims[{p}] IS NULL "
-        f"OR regexp_matches(doc_claims[{p}], '[0-9]'))"
+        f"coalesce(CASE WHEN doc_corruption[{p}] = 'number' THEN regexp_matches(doc_claims[{p}], '[0-9]') END, true)"
         for p in _POSITIONS
     )
     return f"""
