@@ -775,10 +775,13 @@ class Templates(Families):
     pieces: Pieces
 
     @classmethod
-    def compile(cls, families: Sequence[Sequence[str]], pieces: Pieces | None = None) -> Templates:
-        """`pieces` replaces the compiled texts (frames compile theirs in parts)."""
+    def compile(
+        cls, families: Sequence[Sequence[str]], pieces: Pieces | None = None, before: str = "", after: str = ""
+    ) -> Templates:
+        """`pieces` replaces the compiled texts (frames compile theirs in parts); `before` and `after` join every text
+        (the space between two sentences: a piece of its own would cost the documents' assembly a tenth more)."""
         rows = Families.sized([len(family) for family in families], first=1)
-        texts = [text for family in families for text in family]
+        texts = [before + text + after for family in families for text in family]
         return cls(rows.start, rows.count, pieces or Pieces.of(texts))
 
 
@@ -857,13 +860,17 @@ _CLAUSES = Templates.compile(
 )
 _NAME_START = r"^[\p{Lu}\p{Lt}]"  # a value that may open a sentence as it is
 _FRAMES = Frames.compile((FRAMES,))
-_CORROBORATIONS = Templates.compile([tuple(map(_articled, kind)) for kind in (STANDING, CHECKS, STANDING_NOW, AS_OF)])
+# Corroborations and fillers follow a sentence, with its space; a leading filler comes before the claim sentence.
+_CORROBORATIONS = Templates.compile(
+    [tuple(map(_articled, kind)) for kind in (STANDING, CHECKS, STANDING_NOW, AS_OF)], before=" "
+)
 _VARYING = [2 + _RELATIONS.index(relation) for relation in VARYING]
 # Fillers are sentences and titles stand alone: both open with a capitalised subject.
-_FILLERS = Templates.compile([tuple(map(_capitalized, family)) for family in FILLERS.values()])
+_FILLER_FAMILIES = [tuple(map(_capitalized, family)) for family in FILLERS.values()]
+_FILLERS = Templates.compile(_FILLER_FAMILIES, before=" ")
+_LEADING_FILLERS = Templates.compile(_FILLER_FAMILIES, after=" ").pieces
 _TITLES = Templates.compile([tuple(map(_capitalized, family)) for family in TITLES.values()])
 _OPENERS = Templates.compile(tuple(OPENERS.values()))
-_SEPARATOR = Pieces.of([" "])
 _OPEN_TITLES = tuple(TITLES).index("question")
 _SOURCES = pl.Series([name for names in SOURCES.values() for name in names])
 _SOURCE_GENRE = np.repeat(np.arange(len(SOURCES)), [len(names) for names in SOURCES.values()])
@@ -1033,8 +1040,7 @@ def _content(
     lead = (u[:, U.LEAD] < 0.5) & (fillers > 0)
     filler = _fillers(batch, fillers)
     opener = _walk(_OPENERS, genre, u[:, U.OPENER] * 2, u[:, U.OPENER] < 0.5)  # two outlets of a genre open apart
-    segments = [(_OPENERS.pieces, opener), (_FILLERS.pieces, np.where(lead, filler[0], 0)), _spaces(lead)]
-    segments += [(_FRAMES.head, frame)]
+    segments = [(_OPENERS.pieces, opener), (_LEADING_FILLERS, np.where(lead, filler[0], 0)), (_FRAMES.head, frame)]
     named = [values.str.contains(_NAME_START).fill_null(False).to_numpy() for values in (batch.claim, batch.decoy)]
     for position, after in enumerate((_FRAMES.middle, _FRAMES.tail)):
         segments += [(_CLAUSES.pieces, _clause(batch, _FRAMES.clauses[frame, position], named)), (after, frame)]
@@ -1044,11 +1050,8 @@ def _content(
     taking = np.arange(2) < corroborations[:, None]
     draws = u[:, [U.FIRST_CORROBORATION, U.SECOND_CORROBORATION]]
     picks = _walk(_CORROBORATIONS, kind.ravel(), draws.ravel(), taking.ravel(), 2 * NUM_DOCS).reshape(-1, 2)
-    for j in (0, 1):
-        segments += [_spaces(taking[:, j]), (_CORROBORATIONS.pieces, picks[:, j])]
-    segments += [_spaces(~lead & (fillers > 0)), (_FILLERS.pieces, np.where(lead, 0, filler[0]))]
-    for j in (1, 2):
-        segments += [_spaces(j < fillers), (_FILLERS.pieces, filler[j])]
+    segments += [(_CORROBORATIONS.pieces, picks[:, j]) for j in (0, 1)]
+    segments += [(_FILLERS.pieces, np.where(lead, 0, filler[0]))] + [(_FILLERS.pieces, filler[j]) for j in (1, 2)]
     return segments
 
 
@@ -1072,10 +1075,6 @@ def _clause(batch: Batch, which: np.ndarray, named: Sequence[np.ndarray]) -> np.
     variant = np.where(opening & ~name, 4 + denied, opening + 2 * denied)
     u = np.where(denied, batch.u[:, U.DECOY_CLAUSE], batch.u[:, U.CLAUSE])
     return _CLAUSES.pick(batch.family + variant * len(_FAMILIES), u, which > 0)
-
-
-def _spaces(present: np.ndarray) -> tuple[Pieces, np.ndarray]:
-    return _SEPARATOR, present.astype(np.int64)
 
 
 def _concat(stacked: pl.Series, segments: Sequence[tuple[Pieces, np.ndarray]]) -> pa.StringArray:
