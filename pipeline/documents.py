@@ -997,10 +997,9 @@ def _sources(u: np.ndarray) -> np.ndarray:
     """Each episode's sources, all different (eight outlets, not one outlet twice): its document d takes one of the
     sources the documents before it left, uniform by u."""
     u = u.reshape(-1, NUM_DOCS)
-    first, last = np.zeros(len(u), dtype=np.int64), np.full(len(u), len(_SOURCES) - 1)
     source = np.empty(u.shape, dtype=np.int64)
-    for d in range(NUM_DOCS):
-        source[:, d] = _uniform_except(u[:, d], first, last, source[:, :d])
+    for d in range(NUM_DOCS):  # _uniform_except over all sources but the d taken, distinct and within: no checks
+        source[:, d] = _step_past(_index(u[:, d], len(_SOURCES) - d), np.sort(source[:, :d], axis=1))
     return source.ravel()
 
 
@@ -1215,8 +1214,14 @@ def _uniform_except(u: np.ndarray, low: np.ndarray, high: np.ndarray, excluded: 
     inside[:, 1:] = np.where(inside[:, 1:] == inside[:, :-1], none, inside[:, 1:])  # each excluded year once
     inside = np.sort(inside, axis=1)
     size = high[rows] - low[rows] + 1 - (inside != none).sum(axis=1)
-    chosen = low[rows] + _index(u[rows], np.maximum(size, 1))
-    for column in inside.T:  # in increasing order: step past every excluded year at or below the pick
-        chosen = chosen + (column <= chosen)
+    chosen = _step_past(low[rows] + _index(u[rows], np.maximum(size, 1)), inside)
     pick[rows] = np.where(size > 0, chosen, low[rows])
     return pick
+
+
+def _step_past(chosen: np.ndarray, excluded: np.ndarray) -> np.ndarray:
+    """The chosen-th integer not excluded: `chosen` stepped past every excluded one at or below it (`excluded`: per
+    row ascending, each integer once; padding past any pick counts for none)."""
+    for column in excluded.T:
+        chosen = chosen + (column <= chosen)
+    return chosen
