@@ -58,8 +58,9 @@ def _sql_list(values: tuple[str, ...]) -> str:
 
 
 _LEVELS = _sql_list(CORRUPTION_KINDS[1:])
-# DuckDB lists are 1-based; position p holds doc_id p - 1. Per-position scalar SQL is several times faster
-# than list lambdas here, so the per-document checks are spelled out for each of the NUM_DOCS positions.
+# DuckDB lists are 1-based; position p holds doc_id p - 1. On the lists of scalars (doc_corruption, doc_claims)
+# per-position SQL is several times faster than list lambdas, so those checks are spelled out for each of the
+# NUM_DOCS positions; the documents' fields are read in lambdas, where documents[p].content would copy each text.
 _POSITIONS = range(1, NUM_DOCS + 1)
 # k{p} (the normalised claim at position p) is this marker when the claim is the answer verbatim, which spares
 # normalising it; normalised text never starts with a space, so the marker cannot collide.
