@@ -1,6 +1,6 @@
 """Wrong claims for corrupt documents, vectorised over every corrupt document of a batch.
 
-A corruption kind decides only the *value* a document asserts (documents.py decides the wording, drawn
+A corruption kind decides only the *value* a document asserts (documents.py renders the wording of wording.py, drawn
 the same way for clean and corrupt documents). Kinds that cannot apply to a fact fall back
 deterministically, and the kind really applied is returned next to each claim:
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from reward_api.scoring import normalize
 
-# A sentence that reports a claim in order to reject it (the wordings of pipeline.documents.FRAMES); its correction
+# A sentence that reports a claim in order to reject it (the wordings of pipeline.wording.FRAMES); its correction
 # comes last in it, or in a sentence of its own before or after it.
 _REFUTES = re.compile(
     r"misconception holds|widespread belief|sometimes claimed|older sources state|mistakenly|wrongly|still circulate"

@@ -9,14 +9,14 @@ from functools import cache
 
 import polars as pl
 
-from pipeline import documents
+from pipeline import wording
 from pipeline.schema import ANSWER_TYPES
 
 _WORD = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"])")
 _FIELD = re.compile(r"\{\w+\}")
-_WORDING = (documents.GENERIC_CLAUSES, documents.OPEN_CLAUSES, documents.RELATION_CLAUSES, documents.FRAMES)
-_WORDING += (documents.CORROBORATIONS, documents.FILLERS, documents.OPENERS, documents.TITLES, documents.REPORTS)
+_WORDING = (wording.GENERIC_CLAUSES, wording.OPEN_CLAUSES, wording.RELATION_CLAUSES, wording.FRAMES)
+_WORDING += (wording.CORROBORATIONS, wording.FILLERS, wording.OPENERS, wording.TITLES, wording.REPORTS)
 
 
 def _strings(value) -> Iterable[str]:
@@ -55,12 +55,12 @@ def _pattern(template: str) -> str:
     return ".+?".join(re.escape(part) for part in _FIELD.split(template))
 
 
-_SOURCE_NAMES = [name for names in documents.SOURCES.values() for name in names]
-_BODY_NAMES = list(documents.BODY_NAMES)
-_FRAMES = [_pattern(t) for t in documents.FRAMES]
-_CORROBORATIONS = "|".join(f"(?:{_pattern(t)})" for t in documents.CORROBORATIONS)
-_CITED = r"\b\d{4} (?:" + "|".join(documents.REPORTS) + r")\b"
-_CITED_YEAR = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b"
+_SOURCE_NAMES = [name for names in wording.SOURCES.values() for name in names]
+_BODY_NAMES = list(wording.BODY_NAMES)
+_FRAMES = [_pattern(t) for t in wording.FRAMES]
+_CORROBORATIONS = "|".join(f"(?:{_pattern(t)})" for t in wording.CORROBORATIONS)
+_CITED = r"\b\d{4} (?:" + "|".join(wording.REPORTS) + r")\b"
+_CITED_YEAR = r"\b(\d{4}) (?:" + "|".join(wording.REPORTS) + r")\b"
 _NUMBER = r"\d[\d,]*(?:\.\d+)?"
 CATEGORICAL = ("sentences", "doc_id", "frame", "corroborations", "source", "body", "claim_decimal", "claim_comma")
 

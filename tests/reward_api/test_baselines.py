@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.documents import FRAMES
 from pipeline.schema import TASKS, VISIBLE_COLUMNS
+from pipeline.wording import FRAMES
 from reward_api.agents import AGENTS, Submission, random_submissions, reader_submissions
 from reward_api.baselines import episode_ids, main
 from reward_api.heuristics import read

@@ -3,7 +3,7 @@ import unicodedata
 import polars as pl
 import pytest
 
-from pipeline import documents
+from pipeline import documents, wording
 from pipeline.sources import geonames
 from pipeline.sources.common import ascii_fold
 from reward_api.scoring import accepted_answers, normalize
@@ -285,15 +285,15 @@ def test_curated_countries_exist_in_the_data():
 
 def test_a_changed_fact_is_cited_only_from_its_change_on(facts):
     """The data's lev is the euro since 2026, the Caribbean guilder came in 2025, Gqeberha took its name in 2021:
-    documents.CITED_SINCE_FACTS bounds the years their documents cite, later than their relations' own bound."""
+    wording.CITED_SINCE_FACTS bounds the years their documents cite, later than their relations' own bound."""
     changed = {f"geonames:currency:{iso}" for iso in geonames.CHANGED_CURRENCIES}
-    assert changed | {"geonames:currency:CW", "geonames:currency:SX"} <= set(documents.CITED_SINCE_FACTS)
-    assert set(documents.CITED_SINCE_FACTS) <= set(facts["fact_id"])
-    bounded = facts.filter(pl.col("fact_id").is_in(list(documents.CITED_SINCE_FACTS)))
+    assert changed | {"geonames:currency:CW", "geonames:currency:SX"} <= set(wording.CITED_SINCE_FACTS)
+    assert set(wording.CITED_SINCE_FACTS) <= set(facts["fact_id"])
+    bounded = facts.filter(pl.col("fact_id").is_in(list(wording.CITED_SINCE_FACTS)))
     assert {"Gqeberha", "Kariega", "Astana", "Dharashiv", "Ahilyanagar"} <= set(bounded["subject"])
     since = documents.cited_years(bounded)[:, 0]
-    assert (since > bounded["relation"].replace_strict(documents.CITED_SINCE).to_numpy()).all()
-    assert (since == bounded["fact_id"].replace_strict(documents.CITED_SINCE_FACTS).to_numpy()).all()
+    assert (since > bounded["relation"].replace_strict(wording.CITED_SINCE).to_numpy()).all()
+    assert (since == bounded["fact_id"].replace_strict(wording.CITED_SINCE_FACTS).to_numpy()).all()
 
 
 def test_a_city_is_asked_its_country_only_where_one_country_is_true(facts):
