@@ -24,7 +24,7 @@ COPY requirements-serve.txt .
 RUN pip install --no-cache-dir -r requirements-serve.txt \
     && pip install --no-cache-dir --no-deps openenv==0.10.0
 
-COPY pipeline/__init__.py pipeline/atomic.py pipeline/schema.py pipeline/randomness.py pipeline/checksums.py \
+COPY pipeline/__init__.py pipeline/atomic.py pipeline/schema.py pipeline/randomness.py pipeline/checksums.py pipeline/heap.py \
     pipeline/problems.py pipeline/
 COPY reward_api/ reward_api/
 

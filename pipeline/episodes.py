@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from pipeline import corruption, documents, engines, hiddenkey
+from pipeline import corruption, documents, engines, heap, hiddenkey
 from pipeline.checksums import file_sha256
 from pipeline.interrupts import interruptible
 from pipeline.params import (
@@ -384,7 +384,9 @@ def read_facts(facts_dir: Path) -> tuple[pa.Table, str]:
 
 def _install(facts_dir: Path, facts_sha256: str, seed: int, split_keys: dict[str, bytes]) -> None:
     """Each worker reads the facts the stage checked (the path travels, not the table: `engines.run_local`) and
-    the pools stored with them; splits are prepared on first use. `split_keys` hold each hidden split's draw key."""
+    the pools stored with them; splits are prepared on first use. `split_keys` hold each hidden split's draw key.
+    Its heap keeps what a chunk frees for the next (`heap.keep_freed_memory`)."""
+    heap.keep_freed_memory()
     facts, sha256 = read_facts(facts_dir)
     if sha256 != facts_sha256:
         raise FactsError(f"{Path(facts_dir) / FACTS_FILE}: changed while the episodes stage ran; run the stage again")

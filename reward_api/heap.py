@@ -3,8 +3,9 @@ cache builds), and glibc's malloc arenas capped."""
 
 from __future__ import annotations
 
-import ctypes
 import gc
+
+from pipeline.heap import glibc
 
 
 def release_freed_memory() -> None:
@@ -15,7 +16,7 @@ def release_freed_memory() -> None:
     footer held in a cycle (`shards.id_problems` names one) would stay for good.
     """
     gc.collect()
-    if (libc := _glibc()) is not None:  # not glibc: nothing to trim
+    if (libc := glibc()) is not None:  # not glibc: nothing to trim
         libc.malloc_trim(0)
 
 
@@ -27,14 +28,5 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
     fragments grew the RSS in steps under long load (a thirty-minute soak at one worker: +13%, 17 MB of it at once
     near ten minutes; capped at 2, twelve minutes: +0.3%, at the same requests/s). Call it before the threads start.
     Whether the cap took: False where libc is not glibc."""
-    libc = _glibc()
+    libc = glibc()
     return libc is not None and libc.mallopt(M_ARENA_MAX, arenas) == 1
-
-
-def _glibc() -> ctypes.CDLL | None:
-    """glibc, or None where the C library is another (one without malloc_trim and mallopt)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return None
-    return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
