@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -237,7 +238,6 @@ class Truths:
     """Per-fact inputs for wrong claims (index = fact row), computed once per split."""
 
     accepted: np.ndarray  # (facts, most aliases + 1): keys of the answer (column 0) and its aliases, padded
-    aliased: np.ndarray  # the fact has a key besides its answer's (few do)
     numeric: np.ndarray
     prefix: pl.Series
     suffix: pl.Series
@@ -256,6 +256,11 @@ class Truths:
     distinct: Substitutes  # each group's distinct values, for redraws when the first draws keep colliding
     neighbours: Neighbours  # numeric groups' answers ranked by value
     ranked: np.ndarray  # the fact's group has a ranking (inversions and denials of its numbers are neighbours)
+
+    @cached_property
+    def aliased(self) -> np.ndarray:
+        """Per fact: it has a key besides its answer's (few do)."""
+        return (self.accepted[:, 1:] != self.accepted[:, :1]).any(axis=1)
 
     def accepts(self, rows: np.ndarray, key: np.ndarray) -> np.ndarray:
         """Per item: `key` is the answer's or an alias's of fact `rows`. Only the facts with aliases compare the
@@ -324,10 +329,8 @@ def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None
     cand = cand.with_columns(value_key=key_expr(pl.col("value")), read=read_expr(pl.col("value")))  # keyed once
     substitutes = Substitutes.of(cand, own)
     neighbours = Neighbours.of(substitutes)
-    accepted = _padded(facts.select(_accepted_keys()).to_series())
     return Truths(
-        accepted=accepted,
-        aliased=(accepted[:, 1:] != accepted[:, :1]).any(axis=1),
+        accepted=_padded(facts.select(_accepted_keys()).to_series()),
         numeric=numeric,
         prefix=parsed["prefix"].fill_null(""),
         suffix=parsed["suffix"].fill_null(""),
