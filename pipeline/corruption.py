@@ -326,11 +326,11 @@ def truths(facts: pl.DataFrame, pools: Pools, public: pl.DataFrame | None = None
     whole = value // 10**decimals
     plain = (whole >= SEPARATED_FROM) & ~facts["answer"].str.contains(",", literal=True).to_numpy()
     own = pl.DataFrame({"group": group, "value": facts["answer"]})
-    cand = cand.with_columns(value_key=key_expr(pl.col("value")), read=read_expr(pl.col("value")))  # keyed once
+    cand = _keyed(cand, value_key=key_expr(pl.col("value")), read=read_expr(pl.col("value")))  # keyed once
     substitutes = Substitutes.of(cand, own)
     neighbours = Neighbours.of(substitutes)
     return Truths(
-        accepted=_padded(facts.select(_accepted_keys()).to_series()),
+        accepted=_accepted(facts),
         numeric=numeric,
         prefix=parsed["prefix"].fill_null(""),
         suffix=parsed["suffix"].fill_null(""),
@@ -401,12 +401,22 @@ def _accepted_keys() -> pl.Expr:
     return pl.concat_list("answer", "answer_aliases").list.eval(key_expr(pl.element()))
 
 
-def _padded(keys: pl.Series) -> np.ndarray:
-    """A list column of keys (none empty) as a matrix, short rows repeating their last key."""
-    lengths = keys.list.len().to_numpy()
+def _accepted(facts: pl.DataFrame) -> np.ndarray:
+    """Per fact, the keys of its answer and every alias (the answer's first) as a matrix, short rows repeating
+    their last key."""
+    texts = facts.select(pl.concat_list("answer", "answer_aliases").alias("value"))
+    lengths = texts["value"].list.len().to_numpy()
+    keys = _keyed(texts.explode("value"), value_key=key_expr(pl.col("value")))["value_key"].to_numpy()
     starts = np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
     columns = np.minimum(np.arange(int(lengths.max(initial=1))), lengths[:, None].astype(np.int64) - 1)
-    return keys.explode().to_numpy()[starts[:, None] + columns]
+    return keys[starts[:, None] + columns]
+
+
+def _keyed(frame: pl.DataFrame, **columns: pl.Expr) -> pl.DataFrame:
+    """`frame` with `columns` computed from its "value" column once per distinct value: answers repeat (a third as
+    many distinct), and a key costs a microsecond."""
+    distinct = frame.select(pl.col("value").unique()).with_columns(**columns)
+    return frame.join(distinct, on="value", how="left", maintain_order="left")
 
 
 def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
@@ -475,7 +485,11 @@ def _offered(facts: pl.DataFrame) -> pl.DataFrame:
     answers: one another spelling of the answer would state the truth, and with one wrong answer alone (FaithEval's
     other options but one run past five words) an adversarial episode's four corrupt documents would all claim it,
     as many as state the truth."""
-    rows = facts.select(pl.int_range(pl.len()).alias("row"), _accepted_keys().alias("accepted"), "distractors")
+    rows = (
+        facts.with_row_index("row")
+        .filter(pl.col("distractors").list.len() > 0)  # most facts have none: their keys are not computed
+        .select(pl.col("row").cast(pl.Int64), _accepted_keys().alias("accepted"), "distractors")
+    )
     return (
         rows.explode("distractors")
         .filter(pl.col("distractors").is_not_null())
