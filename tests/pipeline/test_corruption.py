@@ -272,6 +272,19 @@ def test_a_number_alone_among_names_still_gets_a_near_miss(pools):
         assert moved.max() <= 199 and moved.min() >= 15 and (moved % 10 != 0).all(), round_
 
 
+def test_each_fact_accepts_its_own_answer_and_aliases_however_often_values_repeat(pools):
+    """Keys are computed once per distinct value and mapped back to every fact that names it: a fact's row holds its
+    answer's key, then its aliases', short rows repeating their last."""
+    rows = [("1987", [], "year", "birth_year"), ("1988", ["1987"], "year", "birth_year")]
+    rows += [("1987", [], "year", "birth_year"), ("Ada Lovelace", ["Lovelace", "A. Lovelace"], "person", "founder")]
+    facts = _facts(rows)
+    accepted = corruption.truths(facts, pools).accepted
+    assert accepted.shape == (4, 3)
+    for row, (answer, aliases, _, _) in enumerate(rows):
+        keys = list(_keys([answer, *aliases]))
+        assert list(accepted[row]) == keys + keys[-1:] * (3 - len(keys))
+
+
 def test_a_fact_with_distractors_is_corrupted_with_them(pools):
     """FaithEval's other options (its real-world answer among them) are its wrong claims: the conflict the benchmark
     was made for. A distractor that spells the answer another way ("Copper") is no wrong claim; a fact left with none
