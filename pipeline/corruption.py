@@ -53,6 +53,8 @@ MIN_OFFERED = 2
 # then a scan of the group's distinct values in order, so an item finds a free value whenever one exists.
 SPREAD_ROUNDS = 8
 NEAR_MISS_ROUNDS = 8  # `resolve`'s last rounds, for numbers none of whose group's answers will do
+BATCH_DRAWS = 2048  # `resolve` draws several redraw rounds at once for fewer items than this
+MAX_SPAN = 16  # and at most this many
 # u columns a draw must provide: substitute offset, perturbation size, perturbation sign.
 U_COLUMNS = 3
 YEAR_SHIFT = (1, 20)  # a year's near miss moves it this many years (before redraw rounds widen it)
@@ -153,14 +155,14 @@ class Substitutes:
             own_count=own["count"].fill_null(0).to_numpy().astype(np.int64),
         )
 
-    def pick(self, group: np.ndarray, rows: np.ndarray, u: np.ndarray, scan: int | None = None) -> np.ndarray:
-        """A uniform pick among the other facts' answers, or with `scan` the scan-th value of the group."""
+    def pick(self, group: np.ndarray, rows: np.ndarray, u: np.ndarray, scan: np.ndarray) -> np.ndarray:
+        """Per item, a uniform pick among the other facts' answers, or where its `scan` is not negative the scan-th
+        value of the group."""
         start, size = self.start[group], self.size[group]
-        if scan is not None:
-            return start + scan % size
         skip = self.own_count[rows]
         offset = np.minimum((u * (size - skip)).astype(np.int64), size - skip - 1)
-        return start + offset + np.where(offset >= self.own_first[rows] - start, skip, 0)
+        drawn = start + offset + np.where(offset >= self.own_first[rows] - start, skip, 0)
+        return np.where(scan >= 0, start + np.maximum(scan, 0) % size, drawn)
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,17 @@ class Truths:
     def aliased(self) -> np.ndarray:
         """Per fact: it has a key besides its answer's (few do)."""
         return (self.accepted[:, 1:] != self.accepted[:, :1]).any(axis=1)
+
+    @cached_property
+    def pooled(self) -> tuple[pl.Series, np.ndarray, np.ndarray]:
+        """The values, keys and reads of `substitutes` then `distinct`, end to end: a batch of redraw rounds picks
+        from both (a pick of distinct lies past every substitute)."""
+        pools = (self.substitutes, self.distinct)
+        return (
+            pl.concat([pool.values for pool in pools], rechunk=False),
+            np.concatenate([pool.keys for pool in pools]),
+            np.concatenate([pool.read for pool in pools]),
+        )
 
     def accepts(self, rows: np.ndarray, key: np.ndarray) -> np.ndarray:
         """Per item: `key` is the answer's or an alias's of fact `rows`. Only the facts with aliases compare the
@@ -538,25 +551,26 @@ def claims(
     rows: np.ndarray,
     levels: np.ndarray,
     u: np.ndarray,
-    round_: int,
+    round_: np.ndarray | int,
     around: tuple[np.ndarray, np.ndarray],
     exhausted: np.ndarray | bool = False,
 ) -> tuple[pl.Series, np.ndarray, np.ndarray, np.ndarray]:
     """One wrong-value attempt per item: values, their keys (`key_expr`), the kinds applied, and the number a reader
     reads in each value (`read_expr`; a near miss's own number).
 
-    `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws. Redraw rounds
-    (`round_` > 0) widen near misses, so small numbers with few near values still find a free one;
-    neighbours are drawn again, then from ever wider neighbourhoods; substitutes move on to distinct values, and a
-    number none of whose group's answers will do (`exhausted`, see `resolve`) takes a near miss, as does an entity
-    claim or inversion of a number whose neighbour lies past NEIGHBOUR_MAX_RATIO. Near misses and neighbours stand
-    against `around` (value, decimals per item, as `numbers` gives them).
+    `rows` are fact rows, `levels` the requested kinds, `u` (n, U_COLUMNS) uniform draws, `round_` each item's round
+    (or one for all). Redraw rounds (`round_` > 0) widen near misses, so small numbers with few near values still
+    find a free one; neighbours are drawn again, then from ever wider neighbourhoods; substitutes move on to distinct
+    values, and a number none of whose group's answers will do (`exhausted`, see `resolve`) takes a near miss, as does
+    an entity claim or inversion of a number whose neighbour lies past NEIGHBOUR_MAX_RATIO. Near misses and neighbours
+    stand against `around` (value, decimals per item, as `numbers` gives them).
     """
     numeric, value, decimals = t.numeric[rows], *around
+    round_ = np.broadcast_to(round_, len(rows))
     missed = ~t.entity_ok[rows] | (exhausted & numeric)  # no other answer will do: a near miss instead
     near = _neighbourly(t, rows, levels, round_) & ~missed
     by = np.flatnonzero(near)
-    reach = 2 ** min(max(round_ - NEIGHBOUR_ROUNDS, 0), 30)  # far enough for any group, short of int64's end
+    reach = 2 ** np.clip(round_[by] - NEIGHBOUR_ROUNDS, 0, 30)  # far enough for any group, short of int64's end
     widen = np.where(levels[by] == ENTITY, ENTITY_REACH, np.where(t.year[rows[by]], YEAR_REACH, 1))
     against = value[by] / 10.0 ** decimals[by]
     neighbour = t.neighbours.pick(t.group[rows[by]], against, u[by], reach, widen)
@@ -572,11 +586,17 @@ def claims(
     perturb = np.where((levels == ENTITY) | (levels == INVERSION), missed | fell, numeric)
     # Past the neighbours' rounds a ranked number scans its group's values, which lie anywhere: one that strays as far
     # falls to a near miss too (a clean document denied Jolo's 101,002 people as Pest's 1,001,748).
-    pool = t.substitutes if round_ < SPREAD_ROUNDS else t.distinct
-    scan = round_ - 2 * SPREAD_ROUNDS if round_ >= 2 * SPREAD_ROUNDS else None
     rest = np.flatnonzero(~perturb & ~near)
-    pick = pool.pick(t.group[rows[rest]], rows[rest], u[rest, 0], scan)
-    strayed = t.ranked[rows[rest]] & ~t.year[rows[rest]] & _far(pool.read[pick], value[rest] / 10.0 ** decimals[rest])
+    pick = np.empty(len(rest), dtype=np.int64)  # into `t.pooled`: substitutes, then distinct values
+    spread = round_[rest] >= SPREAD_ROUNDS
+    for pool, items, past in ((t.substitutes, ~spread, 0), (t.distinct, spread, len(t.substitutes.values))):
+        item = rest[items]
+        scan = round_[item] - 2 * SPREAD_ROUNDS  # negative: a draw
+        pick[items] = past + pool.pick(t.group[rows[item]], rows[item], u[item, 0], scan)
+    pooled, pooled_keys, pooled_read = t.pooled
+    strayed = (
+        t.ranked[rows[rest]] & ~t.year[rows[rest]] & _far(pooled_read[pick], value[rest] / 10.0 ** decimals[rest])
+    )
     fell[rest[strayed]] = perturb[rest[strayed]] = True
     rest, pick = rest[~strayed], pick[~strayed]
     applied = np.where(levels == NUMBER, np.where(numeric, NUMBER, ENTITY), levels)
@@ -588,17 +608,16 @@ def claims(
     # size, 41-53 the landing anywhere.
     fresh = np.modf(u[at, :1] * [2.0**40, 2.0**16, 2.0**32])[0]
     drawn = np.where(fell[at, None], fresh, u[at])
-    moved = _near_miss(
-        t, p, value[at], decimals[at], drawn, np.where(fell[at], max(round_ - SPREAD_ROUNDS + 1, 0), round_)
-    )
+    widened = np.where(fell[at], np.maximum(round_[at] - SPREAD_ROUNDS + 1, 0), round_[at])
+    moved = _near_miss(t, p, value[at], decimals[at], drawn, widened)
     numbers, number_keys = _format(t, p, moved, decimals[at])
     order = np.argsort(np.r_[at, by, rest], kind="stable")
-    # One gather over the three sources side by side (chunks, not copies): each gather is a polars call of its own
-    # cost, and a redraw round may hold a handful of items.
+    # One gather over the sources side by side (chunks, not copies): each gather is a polars call of its own cost,
+    # and a redraw round may hold a handful of items.
     index = np.r_[np.arange(len(at)), len(at) + neighbour, len(at) + len(t.neighbours.values) + pick][order]
-    values = pl.concat([numbers, t.neighbours.values, pool.values], rechunk=False).gather(index)
-    keys = np.r_[number_keys, t.neighbours.keys[neighbour], pool.keys[pick]][order]
-    read = np.r_[moved / 10.0 ** decimals[at], t.neighbours.read[neighbour], pool.read[pick]][order]
+    values = pl.concat([numbers, t.neighbours.values, pooled], rechunk=False).gather(index)
+    keys = np.r_[number_keys, t.neighbours.keys[neighbour], pooled_keys[pick]][order]
+    read = np.r_[moved / 10.0 ** decimals[at], t.neighbours.read[neighbour], pooled_read[pick]][order]
     return values, keys, applied, read
 
 
@@ -608,7 +627,7 @@ def _far(number: np.ndarray, against: np.ndarray) -> np.ndarray:
     return (ratio > NEIGHBOUR_MAX_RATIO) | (ratio < 1 / NEIGHBOUR_MAX_RATIO)
 
 
-def _neighbourly(t: Truths, rows: np.ndarray, levels: np.ndarray, round_: int) -> np.ndarray:
+def _neighbourly(t: Truths, rows: np.ndarray, levels: np.ndarray, round_: np.ndarray | int) -> np.ndarray:
     """Per item: its value is a neighbour (an inversion or entity claim of a number in a ranked group, before
     redraws give up)."""
     return ((levels == INVERSION) | (levels == ENTITY)) & t.ranked[rows] & (round_ < 2 * SPREAD_ROUNDS)
@@ -790,33 +809,44 @@ def resolve(
     if apart is not None and (np.diff(apart[apart >= 0]) < 0).any():
         raise ValueError("resolve: apart's groups must run in item order (non-decreasing)")
     taken = None if apart is None else _Taken.of(apart)
-    for round_ in range(rounds):
-        against = (around[0][todo], around[1][todo])
-        exhausted = round_ >= scanned[todo] + size[todo]
-        value, key, applied, number = claims(
-            t, rows[todo], levels[todo], draw(todo, round_), round_, against, exhausted
-        )
-        neighbour = _neighbourly(t, rows[todo], levels[todo], round_)
-        close = _too_close(t, rows[todo], number, against, neighbour)
-        other = np.flatnonzero(elsewhere[todo])
+    round_ = 0
+    while round_ < rounds:
+        # The items left draw several rounds at once when they are few (a round's fixed cost outweighs their draws);
+        # each takes its first good one, in the order of rounds, so the result is the same as one round at a time.
+        span = min(max(BATCH_DRAWS // max(len(todo), 1), 1), MAX_SPAN, rounds - round_)
+        item = np.tile(todo, span)
+        at_round = np.repeat(np.arange(round_, round_ + span), len(todo))
+        u = np.concatenate([draw(todo, r) for r in range(round_, round_ + span)])
+        against = (around[0][item], around[1][item])
+        exhausted = at_round >= scanned[item] + size[item]
+        value, key, applied, number = claims(t, rows[item], levels[item], u, at_round, against, exhausted)
+        neighbour = _neighbourly(t, rows[item], levels[item], at_round)
+        close = _too_close(t, rows[item], number, against, neighbour)
+        other = np.flatnonzero(elsewhere[item])
         if len(other):
-            items = todo[other]
-            against_truth = (truth[0][items], truth[1][items])
-            close[other] |= _too_close(t, rows[items], number[other], against_truth, np.zeros(len(other), dtype=bool))
-        bad = t.accepts(rows[todo], key) | close
+            against_truth = (truth[0][item[other]], truth[1][item[other]])
+            close[other] |= _too_close(t, rows[item[other]], number[other], against_truth, np.zeros(len(other), bool))
+        bad = t.accepts(rows[item], key) | close
         for avoided in avoid:
-            bad |= (key == avoided[todo]) & (round_ < scanned[todo])
-        if taken is not None:
-            group = apart[todo]
-            checked = np.flatnonzero(~bad & (group >= 0) & (round_ < scanned[todo]))
-            bad[checked] = taken.repeats(key[checked], group[checked])
-            kept = np.flatnonzero(~bad & (group >= 0))
-            taken.add(key[kept], group[kept])
-        values.append(value.filter(~bad))
-        where.append(todo[~bad])
-        keys[todo[~bad]] = key[~bad]
-        kinds[todo[~bad]] = applied[~bad]
-        todo = todo[bad]
+            bad |= (key == avoided[item]) & (at_round < scanned[item])
+        left, chosen = np.arange(len(todo)), []  # left: the positions in todo of the items still without a claim
+        for step in range(span):
+            drawn = step * len(todo) + left  # their draws of round round_ + step
+            fails = bad[drawn]
+            if taken is not None:
+                group = apart[todo[left]]
+                checked = np.flatnonzero(~fails & (group >= 0) & (round_ + step < scanned[todo[left]]))
+                fails[checked] = taken.repeats(key[drawn[checked]], group[checked])
+                kept = np.flatnonzero(~fails & (group >= 0))
+                taken.add(key[drawn[kept]], group[kept])
+            chosen.append(drawn[~fails])
+            left = left[fails]
+        chosen = np.concatenate(chosen)
+        values.append(value.gather(chosen))
+        where.append(item[chosen])
+        keys[item[chosen]] = key[chosen]
+        kinds[item[chosen]] = applied[chosen]
+        todo, round_ = todo[left], round_ + span
         if not len(todo):
             return pl.concat(values).gather(np.argsort(np.concatenate(where), kind="stable")), keys, kinds
     stuck = sorted(set(rows[todo]))[:10]

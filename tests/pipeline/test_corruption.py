@@ -525,7 +525,7 @@ def test_resolve_scans_a_small_group_when_draws_keep_colliding(pools):
     assert set(values.to_list()) == {"Kyiv"} and set(applied.tolist()) == {ENTITY}
 
 
-def test_resolve_repeats_an_avoided_value_when_every_wrong_one_is_avoided(pools):
+def test_resolve_repeats_an_avoided_value_when_every_wrong_one_is_avoided(pools, monkeypatch):
     """Five continents, two of them true of the fact (the Cocos Islands: Asia, Oceania) and the other three claimed by
     earlier corrupt documents: the fourth repeats one of those three, never a true one (it had raised), as soon as
     its scan has gone round the five (not after as many rounds as the biggest group has values: seconds a batch)."""
@@ -535,6 +535,7 @@ def test_resolve_repeats_an_avoided_value_when_every_wrong_one_is_avoided(pools)
     rows = np.zeros(12, dtype=np.int64)
     avoid = [_keys([c] * 12) for c in ("Europe", "Africa", "North America")]
     rounds = []
+    monkeypatch.setattr(corruption, "BATCH_DRAWS", 1)  # one round at a time: the rounds drawn are the rounds tried
 
     def draw(items, round_):
         rounds.append(round_)
@@ -543,6 +544,34 @@ def test_resolve_repeats_an_avoided_value_when_every_wrong_one_is_avoided(pools)
     values, keys, _ = corruption.resolve(truths, rows, np.full(12, ENTITY), draw, avoid)
     assert set(values.to_list()) <= {"Europe", "Africa", "North America"} and (keys == _keys(values)).all()
     assert max(rounds) <= 2 * corruption.SPREAD_ROUNDS + len(continents), "the scan went on past the group"
+
+
+@pytest.mark.parametrize("case", ["apart", "every value avoided"])
+def test_resolve_draws_the_same_claims_whatever_rounds_it_draws_at_once(pools, monkeypatch, case):
+    """The few items a redraw leaves draw several rounds at once (BATCH_DRAWS) and each takes the first good one of
+    them: the claims are those of one round at a time, with `avoid` and `apart` too (six founding years for eight
+    denials an episode: redraws run past the round where a scan has gone round its group and `apart` no longer
+    holds), and past that round with `avoid` (five continents, every wrong one avoided)."""
+    if case == "apart":
+        truths = corruption.truths(_facts([(str(1950 + i % 6), [], "year", "founded") for i in range(300)]), pools)
+        rows, apart = np.repeat(np.arange(0, 300, 3), 8), np.repeat(np.arange(100), 8)
+        avoid, level = [_keys([str(1950 + i % 7) for i in range(len(rows))])], INVERSION
+    else:
+        continents = ["Asia", "Europe", "Africa", "Oceania", "North America"]
+        facts = [("Asia", ["Oceania"], "place", "continent")] + [(c, [], "place", "continent") for c in continents]
+        truths, rows, apart = corruption.truths(_facts(facts), pools), np.zeros(40, dtype=np.int64), None
+        avoid, level = [_keys([c] * 40) for c in ("Europe", "Africa", "North America")], ENTITY
+    draw, calls, results = _draws(len(rows)), [], []
+    claims = corruption.claims
+    monkeypatch.setattr(corruption, "claims", lambda *args: calls.append(len(args[1])) or claims(*args))
+    for batch in (1, corruption.BATCH_DRAWS, 10**9):
+        monkeypatch.setattr(corruption, "BATCH_DRAWS", batch)
+        calls.clear()
+        values, keys, kinds = corruption.resolve(truths, rows, np.full(len(rows), level), draw, avoid, apart=apart)
+        results.append(((values.to_list(), keys.tolist(), kinds.tolist()), len(calls)))
+    (one, one_calls), *batched = results
+    assert all(claims == one for claims, _ in batched)
+    assert one_calls > 10 and all(calls < one_calls for _, calls in batched)
 
 
 def test_substitutes_follow_how_often_values_are_answers(pools):
