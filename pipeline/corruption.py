@@ -429,7 +429,7 @@ def _keyed(frame: pl.DataFrame, **columns: pl.Expr) -> pl.DataFrame:
     """`frame` with `columns` computed from its "value" column once per distinct value: answers repeat (a third as
     many distinct), and a key costs a microsecond."""
     distinct = frame.select(pl.col("value").unique()).with_columns(**columns)
-    return frame.join(distinct, on="value", how="left", maintain_order="left")
+    return frame.join(distinct, on="value", how="left", maintain_order="left", nulls_equal=True)
 
 
 def _groups(facts: pl.DataFrame, pools: Pools) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
