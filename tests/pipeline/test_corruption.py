@@ -570,7 +570,7 @@ def test_resolve_draws_the_same_claims_whatever_rounds_it_draws_at_once(pools, m
         values, keys, kinds = corruption.resolve(truths, rows, np.full(len(rows), level), draw, avoid, apart=apart)
         results.append(((values.to_list(), keys.tolist(), kinds.tolist()), len(calls)))
     (one, one_calls), *batched = results
-    assert all(claims == one for claims, _ in batched)
+    assert all(got == one for got, _ in batched)
     assert one_calls > 10 and all(calls < one_calls for _, calls in batched)
 
 
