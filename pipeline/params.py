@@ -251,10 +251,12 @@ def stage_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
 def read_params(path: Path = DEFAULT_PARAMS) -> dict:
     """The params file as a mapping of its known sections, read as DVC reads it (ruamel.yaml's safe loader, YAML
     1.2): PyYAML's YAML 1.1 read `train: 01000` as 512 and `1:30` as 90, so the build and `dvc params diff` told two
-    values. A key given twice (YAML loaders keep the last value without a word) or an unknown top-level key (a
-    misspelt `sead:` would leave the seed missing, a stray `workers:` would be ignored) is refused."""
+    values. The pure-Python loader, whether or not ruamel.yaml.clib is installed (ruamel.yaml 0.18 brings it): the C
+    one words its errors otherwise and reads a params file nested 10,000 deep. A key given twice (YAML loaders keep
+    the last value without a word) or an unknown top-level key (a misspelt `sead:` would leave the seed missing, a
+    stray `workers:` would be ignored) is refused."""
     try:
-        data = YAML(typ="safe").load(_read_text(path))
+        data = YAML(typ="safe", pure=True).load(_read_text(path))
     except YAMLError as err:  # one line: where, and what the parser found wrong there
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
