@@ -409,11 +409,6 @@ def _figures(value: np.ndarray) -> np.ndarray:
     return _digits(value) - _trailing_zeros(value)
 
 
-def _accepted_keys() -> pl.Expr:
-    """Per fact: the keys (`key_expr`) of its answer and every alias, the answer's first."""
-    return pl.concat_list("answer", "answer_aliases").list.eval(key_expr(pl.element()))
-
-
 def _accepted(facts: pl.DataFrame) -> np.ndarray:
     """Per fact, the keys of its answer and every alias (the answer's first) as a matrix, short rows repeating
     their last key."""
@@ -498,13 +493,11 @@ def _offered(facts: pl.DataFrame) -> pl.DataFrame:
     answers: one another spelling of the answer would state the truth, and with one wrong answer alone (FaithEval's
     other options but one run past five words) an adversarial episode's four corrupt documents would all claim it,
     as many as state the truth."""
-    rows = (
-        facts.with_row_index("row")
-        .filter(pl.col("distractors").list.len() > 0)  # most facts have none: their keys are not computed
-        .select(pl.col("row").cast(pl.Int64), _accepted_keys().alias("accepted"), "distractors")
-    )
+    rows = facts.with_row_index("row").filter(pl.col("distractors").list.len() > 0)  # most facts have none
+    accepted = pl.Series("accepted", _accepted(rows).tolist(), dtype=pl.List(pl.UInt64))
     return (
-        rows.explode("distractors")
+        rows.select(pl.col("row").cast(pl.Int64), accepted, "distractors")
+        .explode("distractors")
         .filter(pl.col("distractors").is_not_null())
         .with_columns(distractor_key=key_expr(pl.col("distractors")))
         .filter(~pl.col("accepted").list.contains(pl.col("distractor_key")))
