@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from pipeline import corruption, documents, engines, heap, hiddenkey
 from pipeline.checksums import file_sha256
+from pipeline.console import log_to_console
 from pipeline.interrupts import interruptible
 from pipeline.params import (
     DEFAULT_PARAMS,
@@ -600,7 +601,7 @@ def main(
     with a one-line message (exit status 1) before any work, as does a hidden build without its key
     (`hiddenkey.KEY_ENV`); so do a full disk and a worker killed mid-build, and Ctrl-C (exit status 130), its
     staging folders removed."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    log_to_console()
     started = time.perf_counter()
     with interruptible("episodes", also=(engines.Cancelled,)):
         try:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import hiddenkey
+from pipeline.console import log_to_console
 from pipeline.interrupts import held, interruptible
 from pipeline.params import (
     DEFAULT_PARAMS,
@@ -202,5 +203,5 @@ def cli(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    log_to_console()
     cli()

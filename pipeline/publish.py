@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
+from pipeline.console import log_to_console
 from pipeline.filechecks import check_files, published_schemas
 from pipeline.frontmatter import card_problem
 from pipeline.interrupts import interruptible
@@ -274,6 +275,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per HTTP request otherwise
+    log_to_console()
     sys.exit(main())

@@ -19,6 +19,7 @@ import duckdb
 
 from pipeline.atomic import write_text_atomic
 from pipeline.checksums import file_sha256
+from pipeline.console import log_to_console
 from pipeline.dataset_metrics import dataset_metrics
 from pipeline.filechecks import (
     check_answers,
@@ -172,7 +173,7 @@ def interruptibly(work: Callable[[Callable[[duckdb.DuckDBPyConnection], object]]
 def main(data_dir: Path = DATA_DIR, answers_dir: Path = ANSWERS_DIR, metrics_path: Path = METRICS_PATH) -> None:
     """The stage; a folder it cannot check (ManifestError) or a metrics path it cannot write (OutputError, before
     any work) ends it with a one-line message (exit status 1); so does Ctrl-C (exit status 130), no metrics written."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    log_to_console()
     started = time.perf_counter()
     with interruptible("validate"):
         try:
