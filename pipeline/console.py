@@ -1,4 +1,4 @@
-"""How the stages speak: one plain line per message on stderr, and nothing from the libraries' HTTP clients."""
+"""How the project's commands speak: one line per message on stderr, and nothing from the HTTP clients' requests."""
 
 import logging
 
@@ -6,7 +6,8 @@ import logging
 _HTTP_LOGGERS = ("httpx", "httpx2")
 
 
-def log_to_console() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+def log_to_console(fmt: str = "%(message)s") -> None:
+    """The stages' plain lines by default; long-running commands (training, the baselines) add the time and logger."""
+    logging.basicConfig(level=logging.INFO, format=fmt)
     for name in _HTTP_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)

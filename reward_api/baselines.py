@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.atomic import write_text_atomic
+from pipeline.console import log_to_console
 from pipeline.schema import TASKS
 from reward_api.agents import AGENTS, Submission, oracle_submission, random_submissions, reader_submissions
 from reward_api.auth import client_headers
@@ -155,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--table", type=Path, help="markdown table (default: --out with .md)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    log_to_console("%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         metrics = run(args.data, args.url, args.split, args.episodes, args.seed)
     except (StoreError, ServerError) as err:  # a missing or damaged dataset (the message names the file), a refusal
