@@ -25,7 +25,7 @@ RUN pip install --no-cache-dir -r requirements-serve.txt \
     && pip install --no-cache-dir --no-deps openenv==0.10.0
 
 COPY pipeline/__init__.py pipeline/atomic.py pipeline/schema.py pipeline/randomness.py pipeline/checksums.py pipeline/heap.py \
-    pipeline/problems.py pipeline/
+    pipeline/problems.py pipeline/console.py pipeline/
 COPY reward_api/ reward_api/
 
 USER 1000:1000
