@@ -181,7 +181,9 @@ def test_tasks_that_cannot_be_asked_to_stop_are_killed_at_once(cluster, tmp_path
     ray.wait([ref], timeout=1)  # let it start
     started = time.monotonic()
     engines._stop_ray_tasks([ref], tmp_path / "gone" / ".stop")
-    with pytest.raises(ray.exceptions.TaskCancelledError):
+    # Ray 2.40 reports a force-cancelled task whose worker it killed as crashed, once this module's cluster has run
+    # the tests above; the locked 2.60 as cancelled.
+    with pytest.raises((ray.exceptions.TaskCancelledError, ray.exceptions.WorkerCrashedError)):
         ray.get(ref, timeout=60)
     assert time.monotonic() - started < engines.RAY_STOP_S, "not after waiting for it to stop itself"
 
