@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pipeline.console import TIMED, log_to_console
 from pipeline.problems import Location, dotted, one_line
 from train.agents import model_agent, oracle
 from train.evaluate import evaluate, read_rows
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(threads)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    log_to_console(TIMED)
     if build_data:
         from train.demo_data import build_demo_dataset
 

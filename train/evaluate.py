@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline.console import log_to_console
+from pipeline.console import TIMED, log_to_console
 from pipeline.schema import SPLITS
 from train.agents import (
     BASELINES,
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{flag}: no such folder (and not a Hub model id)")
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"--out {args.out}: a file, not a folder")
-    log_to_console("%(asctime)s %(name)s %(levelname)s %(message)s")
+    log_to_console(TIMED)
     rows = read_rows(parser, args.data, args.split, args.limit, args.revision)
     try:  # after the data is read: data that cannot be read leaves nothing behind
         args.out.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ import gc
 import logging
 from pathlib import Path
 
-from pipeline.console import log_to_console
+from pipeline.console import TIMED, log_to_console
 from pipeline.params import DEFAULT_PARAMS, ParamsError
 from train.backend import import_unsloth_first
 from train.config import load_train_params
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m train.grpo", description=__doc__.splitlines()[0])
     parser.add_argument("--params", type=Path, default=DEFAULT_PARAMS, help="params file with a train: section")
     args = parser.parse_args(argv)
-    log_to_console("%(asctime)s %(name)s %(levelname)s %(message)s")
+    log_to_console(TIMED)
     try:
         params = load_train_params(args.params)
         unsloth = import_unsloth_first()
