@@ -13,10 +13,10 @@ def _allocator_conf(value: str | None) -> str:
     return subprocess.run([sys.executable, "-c", READ], env=env, capture_output=True, text=True, check=True).stdout
 
 
-def test_polars_keeps_freed_pages_for_five_seconds_in_the_pipelines_processes():
+def test_polars_keeps_freed_pages_for_thirty_seconds_in_the_pipelines_processes():
     """The package sets the allocator before polars reads it (polars appends it to its defaults: the last wins)."""
     conf = _allocator_conf(None).strip().split(",")
-    assert conf[-1] == "dirty_decay_ms:5000"
+    assert conf[-1] == "dirty_decay_ms:30000"
     assert conf[0].startswith("dirty_decay_ms:")  # polars' own default, which ours overrides
 
 
