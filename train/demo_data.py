@@ -10,6 +10,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from pipeline.console import log_to_console
 from pipeline.episodes import build_episodes
 from pipeline.facts import build_facts, write_facts
 from pipeline.params import EpisodesParams, FactsParams
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m train.demo_data", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("reports/learning/dataset"))
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    log_to_console()
     logging.getLogger("train.demo_data").info("episodes in %s", build_demo_dataset(args.out))
     return 0
 
