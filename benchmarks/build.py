@@ -95,7 +95,8 @@ def child_literal(work: Path, seconds: float) -> dict:
     import pyarrow.parquet as pq
 
     from benchmarks.literal import fake, generate_episodes
-    from pipeline.writer import ShardPlan, write_shard
+    from pipeline.shards import ShardPlan
+    from pipeline.writer import write_shard
 
     facts = pq.read_table(work / "facts" / "facts.parquet").to_pylist()
     random.seed(0)
@@ -122,7 +123,8 @@ def _rewrite(work: Path, row_group_rows: int, shard) -> tuple[int, float, float]
     seconds)."""
     import pyarrow.parquet as pq
 
-    from pipeline.writer import ShardPlan, write_shard
+    from pipeline.shards import ShardPlan
+    from pipeline.writer import write_shard
 
     name = Path(shard.path).stem.split("-")
     plan = ShardPlan(shard.split, int(name[1]), int(name[3]), shard.first_id, shard.num_rows)

@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 
 from pipeline.schema import ShardInfo
-from pipeline.writer import ShardPlan
+from pipeline.shards import ShardPlan
 
 log = logging.getLogger(__name__)
 RAY_MAX_RETRIES = 3  # runs of a task again after its worker process or node died

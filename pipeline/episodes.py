@@ -65,10 +65,10 @@ from pipeline.schema import (
     load_manifest,
     schema_difference,
 )
+from pipeline.shards import ShardPlan
 from pipeline.writer import (
     MANIFEST_NAME,
     OutputError,
-    ShardPlan,
     shard_info,
     staging_all,
     write_hidden_shard,

@@ -21,7 +21,7 @@ from ruamel.yaml import YAML, YAMLError
 
 from pipeline.problems import dotted, one_line
 from pipeline.schema import SPLITS
-from pipeline.writer import MAX_SHARD_ROWS, MAX_SHARDS, ShardPlan, plan_shards, row_groups, shard_count
+from pipeline.shards import MAX_SHARD_ROWS, MAX_SHARDS, ShardPlan, plan_shards, row_groups, shard_count
 
 DEFAULT_PARAMS = Path("params.yaml")
 SECTIONS = ("seed", "facts", "episodes", "hub", "train", "baselines")  # params.yaml's top-level keys

@@ -11,7 +11,7 @@ from functools import partial
 import pytest
 
 from pipeline import engines
-from pipeline.writer import ShardPlan
+from pipeline.shards import ShardPlan
 
 PLANS = [ShardPlan("train", i, 12, i * 10, 10) for i in range(12)]
 STOPPED: list[str] = []  # in the stage process: how its own shard of a failing build ended

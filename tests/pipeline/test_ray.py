@@ -26,7 +26,7 @@ import ray
 from pipeline import engines
 from pipeline.episodes import AUDIT_SECTION, build_episodes
 from pipeline.params import EpisodesParams, ParamsError, section
-from pipeline.writer import ShardPlan
+from pipeline.shards import ShardPlan
 from tests.conftest import write_params
 
 SEED = 1234

@@ -50,3 +50,14 @@ def test_cuda_asked_without_cuda_fails_at_once(tmp_path):
 def test_batch_must_hold_whole_groups(tmp_path):
     done = bench("--device", "cpu", "--num-generations", "4", "--batch", "6", "--out", str(tmp_path / "x.json"))
     assert done.returncode == 2 and "multiple of --num-generations" in done.stderr
+
+
+def test_a_training_run_imports_none_of_the_build_libraries():
+    """The device image has neither polars, DuckDB nor Faker, and `--prepare` does not carry them (the first GPU run
+    found `train.config` reaching polars through the shard plan's module)."""
+    modules = "train.backend, train.config, train.data, train.prompts, train.rewards, train.tiny, train.trainer"
+    probe = f"import sys, {modules}; print(sorted({{m.split('.')[0] for m in sys.modules}}))"
+    done = subprocess.run([sys.executable, "-c", probe], env=NO_CUDA, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = set(json.loads(done.stdout.replace("'", '"')))
+    assert "train" in imported and {"polars", "duckdb", "faker"}.isdisjoint(imported)
