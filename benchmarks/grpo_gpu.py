@@ -21,7 +21,6 @@ The device machine reaches no package registry, so the packages its image lacks 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.util
 import json
 import os
@@ -135,7 +134,7 @@ def run_backend(spec: dict) -> dict:
             raise RuntimeError("unsloth backend asked for, but CUDA or unsloth is missing")
     from transformers import TrainerCallback
 
-    from train.backend import _peft_policy, _unsloth_policy, load_tokenizer
+    from train.backend import _peft_policy, _unsloth_policy
     from train.config import TrainParams
     from train.data import stream_episodes
     from train.trainer import build_trainer
@@ -162,8 +161,6 @@ def run_backend(spec: dict) -> dict:
         max_completion_length=spec["max_completion_length"], logging_steps=1, save_steps=10**6, seed=spec["seed"],
     )  # fmt: skip
     policy = (_unsloth_policy if backend == "unsloth" else _peft_policy)(params)
-    # Unsloth loads a Qwen2Tokenizer, whose pre-tokenizer splits text differently: every backend gets the same one.
-    policy = dataclasses.replace(policy, tokenizer=load_tokenizer(params.model))
     trainer = build_trainer(params, policy, stream_episodes(params.data, params.split))
     clock = StepClock()
     trainer.add_callback(clock)

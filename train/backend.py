@@ -45,12 +45,17 @@ class Policy:
     backend: str = "transformers"
 
 
+def _built_locally(path: str) -> bool:
+    """A tokenizer saved from a bare `tokenizers` object (train.tiny), not a model family's own."""
+    config = Path(path) / "tokenizer_config.json"
+    return config.is_file() and json.loads(config.read_text()).get("tokenizer_class") in _PLAIN_TOKENIZERS
+
+
 def load_tokenizer(path: str) -> Any:
     """A locally built tokenizer must load as saved (AutoTokenizer may swap a known model type's pre-tokenizer)."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    config = Path(path) / "tokenizer_config.json"
-    if config.is_file() and json.loads(config.read_text()).get("tokenizer_class") in _PLAIN_TOKENIZERS:
+    if _built_locally(path):
         return PreTrainedTokenizerFast.from_pretrained(path)
     return AutoTokenizer.from_pretrained(path)
 
@@ -67,6 +72,8 @@ def _unsloth_policy(params: TrainParams) -> Policy:
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=params.model, max_seq_length=params.max_seq_length, load_in_4bit=params.load_in_4bit
     )
+    if _built_locally(params.model):  # Unsloth loads it as the model type's tokenizer, which splits text otherwise
+        tokenizer = load_tokenizer(params.model)
     check_lora_targets(model, params)
     model = FastLanguageModel.get_peft_model(
         model, **params.lora.model_dump(), use_gradient_checkpointing="unsloth", random_state=params.seed
