@@ -56,8 +56,8 @@ def test_a_training_run_imports_none_of_the_build_libraries():
     """The device image has neither polars, DuckDB nor Faker, and `--prepare` does not carry them (the first GPU run
     found `train.config` reaching polars through the shard plan's module)."""
     modules = "train.backend, train.config, train.data, train.prompts, train.rewards, train.tiny, train.trainer"
-    probe = f"import sys, {modules}; print(sorted({{m.split('.')[0] for m in sys.modules}}))"
+    probe = f"import json, sys, {modules}; print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
     done = subprocess.run([sys.executable, "-c", probe], env=NO_CUDA, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    imported = set(json.loads(done.stdout.replace("'", '"')))
+    imported = set(json.loads(done.stdout))
     assert "train" in imported and {"polars", "duckdb", "faker"}.isdisjoint(imported)
