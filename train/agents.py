@@ -1,4 +1,4 @@
-"""Agents for evaluation: a model (greedy; one-shot or through the tools) and reference baselines.
+"""Agents for evaluation: a model (greedy or sampled; one-shot or through the tools) and reference baselines.
 
 Every one-shot agent maps a batch of episode rows to completion texts, which go through the same parser
 and reward as training; a tool agent (`train.toolplay.ToolAgent`) replies turn by turn in token ids.
@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +26,17 @@ from train.toolplay import ToolAgent
 Agent = Callable[[Sequence[dict[str, Any]]], list[str]]
 
 
-def _submission(answer: str, flagged_ids: Sequence[int], confidence: float) -> str:
+def submission(answer: str, flagged_ids: Sequence[int], confidence: float) -> str:
     return json.dumps({"answer": answer, "flagged_ids": [int(i) for i in flagged_ids], "confidence": confidence})
 
 
 def oracle(rows: Sequence[dict[str, Any]]) -> list[str]:
-    return [_submission(r["answer"], r["corrupt_ids"], 1.0) for r in rows]
+    return [submission(r["answer"], r["corrupt_ids"], 1.0) for r in rows]
 
 
 def majority(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Flag nothing and answer what most documents claim, fully confident."""
-    return [_submission(Counter(c for c in r["doc_claims"] if c).most_common(1)[0][0], [], 1.0) for r in rows]
+    return [submission(Counter(c for c in r["doc_claims"] if c).most_common(1)[0][0], [], 1.0) for r in rows]
 
 
 def follower(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -44,7 +45,7 @@ def follower(rows: Sequence[dict[str, Any]]) -> list[str]:
     for r in rows:
         claims = [c for c in r["doc_claims"] if c]
         pick = int(np.random.default_rng([0xF011, r["episode_id"]]).integers(len(claims)))
-        out.append(_submission(claims[pick], [], 1.0))
+        out.append(submission(claims[pick], [], 1.0))
     return out
 
 
@@ -89,14 +90,43 @@ def load_model(path: str, base: str | None = None) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def greedy(model: Any, tokenizer: Any, contexts: Sequence[list[int]], max_new_tokens: int, batch_size: int = 8):
-    """Greedy continuations of token-id contexts, each cut after its first end token (kept, as TRL does): the
-    tokenizer's EOS or any the generation config lists (Qwen2.5-Instruct's `<|endoftext|>` beside `<|im_end|>`; a
-    row ended on one was padded on to the batch's longest)."""
+@dataclass(frozen=True)
+class Sampling:
+    """Replies drawn from the policy as GRPO draws them (top-k and top-p off) instead of one greedy reply: what GRPO
+    raises is the mean reward of its samples, and the greedy reply can stay put while that moves. Seeded, so an
+    evaluation on a CPU repeats exactly."""
+
+    samples: int
+    temperature: float = 1.0
+    seed: int = 0
+
+
+def generate(
+    model: Any,
+    tokenizer: Any,
+    contexts: Sequence[list[int]],
+    max_new_tokens: int,
+    batch_size: int = 8,
+    sampling: Sampling | None = None,
+) -> list[list[int]]:
+    """Continuations of token-id contexts (greedy, or `sampling.samples` per context, context by context), each cut
+    after its first end token (kept, as TRL does): the tokenizer's EOS or any the generation config lists
+    (Qwen2.5-Instruct's `<|endoftext|>` beside `<|im_end|>`; a row ended on one was padded on to the batch's
+    longest)."""
     import torch
 
     listed = getattr(model.generation_config, "eos_token_id", None)
     ends = {tokenizer.eos_token_id, *(listed if isinstance(listed, list) else [listed])} - {None}
+    decoding: dict[str, Any] = {"do_sample": False}
+    if sampling:
+        torch.manual_seed(sampling.seed)
+        decoding = {
+            "do_sample": True,
+            "temperature": sampling.temperature,
+            "top_k": 0,
+            "top_p": 1.0,
+            "num_return_sequences": sampling.samples,
+        }
     out: list[list[int]] = []
     for start in range(0, len(contexts), batch_size):
         batch = [list(c) for c in contexts[start : start + batch_size]]
@@ -107,26 +137,29 @@ def greedy(model: Any, tokenizer: Any, contexts: Sequence[list[int]], max_new_to
         mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in batch], device=model.device)
         with torch.inference_mode():
             generated = model.generate(
-                input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad
+                input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, pad_token_id=pad, **decoding
             )
         for row in generated[:, width:].tolist():
             out.append(row[: next((i + 1 for i, token in enumerate(row) if token in ends), len(row))])
     return out
 
 
-def model_agent(path: str, max_new_tokens: int = 96, batch_size: int = 8, base: str | None = None) -> Agent:
-    """Greedy one-shot generation from a saved model or LoRA adapter folder."""
+def model_agent(
+    path: str, max_new_tokens: int = 96, batch_size: int = 8, base: str | None = None, sampling: Sampling | None = None
+) -> Agent:
+    """One-shot generation from a saved model or LoRA adapter folder: one greedy reply per episode, or
+    `sampling.samples` sampled ones, an episode's replies side by side."""
     model, tokenizer = load_model(path, base)
 
-    def generate(rows: Sequence[dict[str, Any]]) -> list[str]:
+    def reply(rows: Sequence[dict[str, Any]]) -> list[str]:
         chats = [oneshot_prompt(r["question"], r["documents"]) for r in rows]
         prompts = [
             tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=True)["input_ids"] for c in chats
         ]
-        new = greedy(model, tokenizer, prompts, max_new_tokens, batch_size)
+        new = generate(model, tokenizer, prompts, max_new_tokens, batch_size, sampling)
         return tokenizer.batch_decode(new, skip_special_tokens=True)
 
-    return generate
+    return reply
 
 
 def model_tool_agent(path: str, base: str | None = None, batch_size: int = 8) -> tuple[ToolAgent, Any]:
@@ -138,7 +171,7 @@ def model_tool_agent(path: str, base: str | None = None, batch_size: int = 8) ->
         ensure_tool_template(tokenizer)
 
     def agent(rows: Sequence[dict[str, Any]], contexts: Sequence[list[int]], turn: int, max_new_tokens: int):
-        return greedy(model, tokenizer, contexts, max_new_tokens, batch_size)
+        return generate(model, tokenizer, contexts, max_new_tokens, batch_size)
 
     return agent, tokenizer
 

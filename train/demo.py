@@ -1,9 +1,11 @@
 """`python -m train.demo`: evidence that the training loop learns, at a scale that fits a CPU.
 
 No weights can be downloaded here, so a small Qwen2 model and its tokenizer are built from a config,
-warm-started by supervised fine-tuning on oracle submissions from the train split, then trained with
-GRPO through `python -m train.grpo` on the same streamed episodes. Validation reward (greedy
-decoding) is measured before and after GRPO; `learning.json` and `learning.png` hold the figures.
+warm-started by supervised fine-tuning on submissions from the train split (the oracle's, and with
+`--hedge-share` some that give the answer alone at confidence 0), then trained with GRPO through
+`python -m train.grpo` on the same streamed episodes. Validation reward is measured before and after
+GRPO, greedily and over sampled replies (what GRPO raises); `learning.json` and `learning.png` hold
+the figures.
 
     python -m train.demo --data data/episodes --out reports/learning
     python -m train.demo --build-data --out reports/learning   # on its own small build (<out>/dataset)
@@ -19,12 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline.console import TIMED, log_to_console
 from pipeline.problems import Location, dotted, one_line
-from train.agents import model_agent, oracle
+from train.agents import Sampling, model_agent, oracle, submission
 from train.evaluate import evaluate, read_rows
 from train.prompts import episode_text, oneshot_prompt
 
@@ -43,13 +46,18 @@ class DemoParams(BaseModel):
     sft_steps: int = Field(400, gt=0)
     sft_batch_size: int = Field(2, gt=0)
     sft_learning_rate: float = Field(3e-3, gt=0)
+    hedge_share: float = Field(
+        0.0, ge=0, le=1, description="Share of warm-start targets that hedge: the answer alone, at confidence 0"
+    )
     grpo_steps: int = Field(30, gt=0)
+    grpo_prompts: int = Field(1, gt=0, description="Episodes per GRPO step, each replied to num_generations times")
     grpo_learning_rate: float = Field(1e-3, gt=0)
     format_reward_weight: float = Field(
         0.0, ge=0, description="Weight of the format reward in GRPO; 0 trains on the reward alone"
     )
     num_generations: int = Field(8, ge=2)
     max_completion_length: int = Field(64, gt=0)
+    eval_samples: int = Field(8, ge=0, description="Sampled replies per validation episode (0: greedy only)")
 
     @model_validator(mode="after")
     def _runs(self) -> DemoParams:
@@ -79,15 +87,24 @@ def _flag(loc: Location) -> str:
     return f"--{dotted(loc).replace('_', '-')}" if loc else ""
 
 
+def warm_targets(rows: list[dict[str, Any]], hedge_share: float) -> list[str]:
+    """The oracle's submissions, and for a seeded `hedge_share` of the episodes the right answer alone at
+    confidence 0. Copying the oracle teaches full confidence and flags a small model cannot back; the hedged reply
+    scores the empty submission plus 0.4 per right answer, so GRPO has a reply to move towards that pays whatever
+    the model's skill."""
+    hedged = np.random.default_rng(0x4ED6E).random(len(rows)) < hedge_share
+    return [submission(r["answer"], [], 0.0) if h else t for r, t, h in zip(rows, oracle(rows), hedged, strict=True)]
+
+
 def sft(base: Path, rows: list[dict[str, Any]], params: DemoParams, out: Path) -> Path:
-    """Supervised warm start on the oracle's submissions (the completion only is learned)."""
+    """Supervised warm start on `warm_targets` (the completion only is learned)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
     from train.backend import load_tokenizer
 
-    targets = oracle(rows)
+    targets = warm_targets(rows, params.hedge_share)
     examples = [
         {"prompt": oneshot_prompt(r["question"], r["documents"]), "completion": [{"role": "assistant", "content": t}]}
         for r, t in zip(rows, targets, strict=True)
@@ -127,7 +144,7 @@ def grpo_section(params: DemoParams, model: Path, out: Path) -> dict[str, Any]:
         "output_dir": str(out / "grpo"),
         "learning_rate": params.grpo_learning_rate,
         "num_generations": params.num_generations,
-        "per_device_train_batch_size": params.num_generations,
+        "per_device_train_batch_size": params.num_generations * params.grpo_prompts,
         "gradient_accumulation_steps": 1,
         "max_completion_length": params.max_completion_length,
         "logging_steps": 1,
@@ -152,6 +169,18 @@ def grpo(model: Path, params: DemoParams, out: Path) -> Path:
     return out / "grpo"
 
 
+def validation(model: Path, params: DemoParams, rows: list[dict[str, Any]]) -> dict[str, dict]:
+    """Greedy, and (with eval_samples) over sampled replies: GRPO raises the mean reward of its samples, which can
+    move while the greedy reply stays put."""
+    results = {"greedy": evaluate(model_agent(str(model), params.max_completion_length), rows)}
+    if params.eval_samples:
+        agent = model_agent(str(model), params.max_completion_length, sampling=Sampling(params.eval_samples))
+        results["sampled"] = evaluate(agent, rows, params.eval_samples)
+    for decoding, result in results.items():
+        logger.info("validation reward (%s): %s", decoding, result["reward"])
+    return results
+
+
 def run(params: DemoParams, out: Path, train_rows: list[dict[str, Any]], eval_rows: list[dict[str, Any]]) -> dict:
     """Warm start on `train_rows`, GRPO on the stream of params.data's train split; `eval_rows` scored before and
     after GRPO."""
@@ -160,14 +189,12 @@ def run(params: DemoParams, out: Path, train_rows: list[dict[str, Any]], eval_ro
 
     started = time.monotonic()
     tiny = params.tiny()
-    texts = [episode_text(r["question"], r["documents"]) for r in train_rows] + oracle(train_rows)
-    base = build_tiny(out / "base", texts, tiny)
+    texts = [episode_text(r["question"], r["documents"]) for r in train_rows]
+    base = build_tiny(out / "base", texts + warm_targets(train_rows, params.hedge_share), tiny)
     warm = sft(base, train_rows, params, out)
-    before = evaluate(model_agent(str(warm), params.max_completion_length), eval_rows)
-    logger.info("validation reward after the warm start: %s", before["reward"])
+    before = validation(warm, params, eval_rows)
     tuned = grpo(warm, params, out)
-    after = evaluate(model_agent(str(tuned), params.max_completion_length), eval_rows)
-    logger.info("validation reward after GRPO: %s", after["reward"])
+    after = validation(tuned, params, eval_rows)
     report = {
         "params": params.model_dump(),
         "validation": {"after_sft": before, "after_grpo": after},
@@ -208,8 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     eval_rows = read_rows(parser, params.data, "validation", params.eval_rows)
     out.mkdir(parents=True, exist_ok=True)
     report = run(params, out, train_rows, eval_rows)
-    before, after = (report["validation"][k]["reward"]["mean"] for k in ("after_sft", "after_grpo"))
-    logger.info("validation reward %.4f -> %.4f in %.1f min; see %s", before, after, report["minutes"], out)
+    for decoding in report["validation"]["after_sft"]:
+        before, after = (report["validation"][k][decoding]["reward"]["mean"] for k in ("after_sft", "after_grpo"))
+        logger.info("validation reward (%s) %.4f -> %.4f", decoding, before, after)
+    logger.info("%.1f min; see %s", report["minutes"], out)
     return 0
 
 

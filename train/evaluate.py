@@ -3,10 +3,12 @@
     python -m train.evaluate --data data/episodes --split validation --limit 1000 \
         --agents oracle majority follower empty --model grpo=models/grpo --out reports/eval
     python -m train.evaluate --data reports/learning/dataset/episodes --demo reports/learning --out reports/eval
+    python -m train.evaluate --demo reports/learning --samples 8 --agents --out reports/eval_sampled
     python -m train.evaluate --mode tools --model grpo=models/grpo --max-new-tokens 512 --out reports/eval_tools
 
-One-shot mode scores a single reply per episode; tool mode plays each episode multi-turn through the
-training environment (`train.toolplay`). Both score with `reward_api.scoring` and report the same metrics.
+One-shot mode scores a model's greedy reply per episode, or with `--samples K` K replies sampled as GRPO samples
+them (the reward GRPO raises); tool mode plays each episode multi-turn through the training environment
+(`train.toolplay`), greedily. Both score with `reward_api.scoring` and report the same metrics.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from train.agents import (
     BASELINES,
     Agent,
     ModelLoadError,
+    Sampling,
     model_agent,
     model_tool_agent,
     scripted_tool_agent,
@@ -53,8 +56,9 @@ def score_rows(rows: Sequence[dict[str, Any]], completions: Iterable[str]) -> li
     return scored
 
 
-def evaluate(agent: Agent, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return summarize(score_rows(rows, agent(rows)))
+def evaluate(agent: Agent, rows: Sequence[dict[str, Any]], replies: int = 1) -> dict[str, Any]:
+    """An agent's metrics over `rows`; one that writes `replies` per episode (sampling) is scored on each."""
+    return summarize(score_rows([row for row in rows for _ in range(replies)], agent(rows)))
 
 
 def evaluate_tools(
@@ -82,8 +86,10 @@ def run_agents(args: argparse.Namespace, rows: Sequence[dict[str, Any]], models:
     if args.mode == "oneshot":
         for name in args.agents:
             results[name] = evaluate(BASELINES[name], rows)
+        sampling = Sampling(args.samples, args.temperature, args.seed) if args.samples else None
         for name, path, base in models:
-            results[name] = evaluate(model_agent(path, args.max_new_tokens, base=base), rows)
+            agent = model_agent(path, args.max_new_tokens, base=base, sampling=sampling)
+            results[name] = evaluate(agent, rows, args.samples or 1)
         return results
     play_args = (rows, args.max_new_tokens, args.max_tool_calling_iterations)
     if args.agents:
@@ -143,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-new-tokens", type=int, help="one-shot: reply tokens (default 96); tools: all turns together (512)"
     )
+    parser.add_argument(
+        "--samples", type=int, default=0, help="one-shot: score K sampled replies per episode, not the greedy one"
+    )
+    parser.add_argument("--temperature", type=float, default=1.0, help="with --samples: the sampling temperature")
+    parser.add_argument("--seed", type=int, default=0, help="with --samples: the sampling seed")
     parser.add_argument("--max-tool-calling-iterations", type=int, default=12, help="tools: rounds of tool calls")
     parser.add_argument("--tokenizer", help="tools: tokenizer the baselines write their tool calls with")
     parser.add_argument("--out", type=Path, default=Path("reports/eval"))
@@ -155,6 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     for option in ("limit", "max_new_tokens", "max_tool_calling_iterations", "threads"):
         if getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be >= 1, got {getattr(args, option)}")
+    if args.samples < 0:
+        parser.error(f"--samples must be >= 0 (0: greedy), got {args.samples}")
+    if not args.temperature > 0:  # also refuses NaN
+        parser.error(f"--temperature must be > 0, got {args.temperature}")
+    if args.samples and args.mode == "tools":
+        parser.error("--samples: one-shot mode only (tool mode plays greedily)")
     try:
         models = args.model + (demo_models(args.demo) if args.demo else [])
     except FileNotFoundError as err:
@@ -192,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"error: {err}\n")
     for name, result in results.items():
         logger.info("%s: reward %s, accuracy %s", name, result["reward"]["mean"], result["accuracy"])
-    report = {"data": args.data, "split": args.split, "mode": args.mode, "episodes": len(rows), "agents": results}
+    decoding = {"samples": args.samples, "temperature": args.temperature, "seed": args.seed}
+    report = {"data": args.data, "split": args.split, "mode": args.mode, "episodes": len(rows)}
+    report |= {"decoding": decoding if args.samples else "greedy", "agents": results}
     (args.out / "eval.json").write_text(json.dumps(report, indent=1))
     table = comparison_rows(results)
     header = {key: value for key, value in report.items() if key != "agents"}

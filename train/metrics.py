@@ -97,12 +97,23 @@ def context_bias(item: Scored) -> bool:
     )
 
 
+def episode_rewards(items: Sequence[Scored]) -> list[float]:
+    """Each episode's mean reward over its replies: the units of the reward's interval, since an episode's sampled
+    replies are not independent of one another."""
+    totals: dict[int, list[float]] = {}
+    for item in items:
+        totals.setdefault(item.row["episode_id"], []).append(item.breakdown["total"])
+    return [fmean(t) for t in totals.values()]
+
+
 def summarize(items: Sequence[Scored]) -> dict[str, Any]:
+    """Every metric over every reply; the reward's interval over episodes."""
     if not items:
         raise ValueError("no episodes to evaluate")
+    rewards = episode_rewards(items)
     per_task = {
         task: {
-            "episodes": len(group),
+            "episodes": len({i.row["episode_id"] for i in group}),
             "reward": mean_ci([i.breakdown["total"] for i in group])["mean"],
             "accuracy": round(fmean(i.correct for i in group), 4),
         }
@@ -111,8 +122,9 @@ def summarize(items: Sequence[Scored]) -> dict[str, Any]:
     }
     parts = [key for key in items[0].breakdown if key != "total"]
     return {
-        "episodes": len(items),
-        "reward": mean_ci([i.breakdown["total"] for i in items]),
+        "episodes": len(rewards),
+        "replies": len(items),
+        "reward": mean_ci(rewards),
         "reward_parts": {key: round(fmean(i.breakdown[key] for i in items), 4) for key in parts},
         "accuracy": round(fmean(i.correct for i in items), 4),
         "well_formed_rate": round(fmean(i.well_formed for i in items), 4),

@@ -113,8 +113,9 @@ def write_actions(results: dict[str, dict], path: Path) -> Path:
 
 
 def write_learning(history: Sequence[dict], before: dict, after: dict, path: Path) -> Path:
-    """Left: GRPO training reward per step; right: validation reward and its parts before and after GRPO."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    """Left: GRPO training reward per step; then, per decoding (greedy, sampled), validation reward and its parts
+    before and after GRPO."""
+    fig, (left, *rights) = plt.subplots(1, 1 + len(before), figsize=(6 + 6 * len(before), 4))
     # The reward alone (what validation measures), not the total that may include a weighted format reward.
     steps, reward = _series(history, "rewards/episode_reward/mean")
     left.plot(steps, reward, color="C0", alpha=0.4, label="reward per step")
@@ -126,15 +127,16 @@ def write_learning(history: Sequence[dict], before: dict, after: dict, path: Pat
     left.plot(steps, smooth, color="C0", label=f"mean of last {window}")
     left.set(xlabel="GRPO step", ylabel="training reward", title="GRPO on streamed train episodes")
     left.legend(fontsize=8)
-    keys = ["total", *before["reward_parts"]]
-    values = [[r["reward"]["mean"], *r["reward_parts"].values()] for r in (before, after)]
-    xs = range(len(keys))
-    right.bar([x - 0.2 for x in xs], values[0], 0.4, label="after warm start (SFT)", color="C7")
-    right.bar([x + 0.2 for x in xs], values[1], 0.4, label="after GRPO", color="C2")
-    right.set_xticks(list(xs), [k.replace("_", "\n") for k in keys], fontsize=7)
-    right.axhline(0, color="black", lw=0.5)
-    right.set(ylabel="validation reward (greedy)", title="Validation reward and its parts")
-    right.legend(fontsize=8)
+    for right, decoding in zip(rights, before, strict=True):
+        keys = ["total", *before[decoding]["reward_parts"]]
+        values = [[r[decoding]["reward"]["mean"], *r[decoding]["reward_parts"].values()] for r in (before, after)]
+        xs = range(len(keys))
+        right.bar([x - 0.2 for x in xs], values[0], 0.4, label="after warm start (SFT)", color="C7")
+        right.bar([x + 0.2 for x in xs], values[1], 0.4, label="after GRPO", color="C2")
+        right.set_xticks(list(xs), [k.replace("_", "\n") for k in keys], fontsize=7)
+        right.axhline(0, color="black", lw=0.5)
+        right.set(ylabel=f"validation reward ({decoding})", title=f"Validation reward and its parts, {decoding}")
+        right.legend(fontsize=8)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path

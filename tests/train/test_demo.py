@@ -9,9 +9,11 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from pipeline.validate import validate, violation_message
-from train.demo import main
+from train.agents import oracle, submission
+from train.demo import main, warm_targets
 from train.demo_data import DEMO_EPISODES, build_demo_dataset
 
 
@@ -23,11 +25,22 @@ def test_the_demo_dataset_builds_and_passes_every_invariant(tmp_path):
     assert {split: info["num_rows"] for split, info in counts.items()} == DEMO_EPISODES.counts()
 
 
+def test_a_seeded_share_of_warm_start_targets_hedges(episode_rows):
+    """The oracle's reply, or the right answer alone at confidence 0: both parse, and the share is near the asked."""
+    rows = episode_rows * (400 // len(episode_rows) + 1)
+    targets = warm_targets(rows, 0.3)
+    assert targets == warm_targets(rows, 0.3) and warm_targets(rows, 0.0) == oracle(rows)
+    hedged = [json.loads(t) for t in targets if json.loads(t)["confidence"] == 0.0]
+    assert 0.2 * len(rows) < len(hedged) < 0.4 * len(rows)
+    assert all(h["flagged_ids"] == [] for h in hedged)
+    assert {t for t in warm_targets(rows, 1.0)} == {submission(r["answer"], [], 0.0) for r in rows}
+
+
 def test_the_demo_trains_and_reports_before_and_after(tmp_path, episodes_dir):
     out = tmp_path / "demo"
     toy = ["--train-rows", "16", "--eval-rows", "4", "--vocab-size", "300", "--hidden-size", "16"]
     toy += ["--num-hidden-layers", "1", "--sft-steps", "2", "--grpo-steps", "1", "--num-generations", "2"]
-    toy += ["--max-completion-length", "8"]
+    toy += ["--max-completion-length", "8", "--hedge-share", "0.5", "--grpo-prompts", "2", "--eval-samples", "3"]
     run = subprocess.run(
         [sys.executable, "-m", "train.demo", "--data", str(episodes_dir), *toy, "--out", str(out)],
         capture_output=True,
@@ -38,11 +51,13 @@ def test_the_demo_trains_and_reports_before_and_after(tmp_path, episodes_dir):
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads((out / "learning.json").read_text())
     for stage in ("after_sft", "after_grpo"):
-        result = report["validation"][stage]
-        assert result["episodes"] == 4 and -0.2 <= result["reward"]["mean"] <= 1.05
-    assert report["params"]["grpo_steps"] == 1
+        greedy, sampled = (report["validation"][stage][decoding] for decoding in ("greedy", "sampled"))
+        assert greedy["episodes"] == sampled["episodes"] == 4 and (greedy["replies"], sampled["replies"]) == (4, 12)
+        assert -0.2 <= greedy["reward"]["mean"] <= 1.05 and -0.2 <= sampled["reward"]["mean"] <= 1.05
+    assert report["params"]["grpo_steps"] == 1 and report["params"]["hedge_share"] == 0.5
     history = json.loads((out / "grpo" / "log_history.json").read_text())
     assert [h["step"] for h in history if "reward" in h] == [1]
+    assert yaml.safe_load((out / "grpo_params.yaml").read_text())["train"]["per_device_train_batch_size"] == 4
     assert (out / "learning.png").read_bytes().startswith(b"\x89PNG")
     assert (out / "sft" / "config.json").is_file() and (out / "grpo" / "adapter_config.json").is_file()
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.hiddenbuild import build_hidden
-from train.agents import BASELINES, greedy, load_model, scripted_tool_agent, tool_tokenizer
+from train.agents import BASELINES, Sampling, generate, load_model, scripted_tool_agent, tool_tokenizer
 from train.compare import comparison_rows, markdown
 from train.evaluate import evaluate, evaluate_tools, main, score_rows
-from train.metrics import calibration, flag_metrics, mean_ci
+from train.metrics import calibration, flag_metrics, mean_ci, summarize
 from train.prompts import episode_text
 
 
@@ -70,6 +70,31 @@ def test_mean_ci_and_calibration_bins(episode_rows):
     assert result["ece"] == round(2 / 3 - 0.10004, 4) == 0.5666
 
 
+def test_the_reward_interval_is_over_episodes_when_each_has_several_replies(episode_rows):
+    """Sampled replies to one episode are not independent draws: two episodes of four replies each give an interval
+    from two values, each the mean of its episode's replies."""
+    rows = [episode_rows[0]] * 4 + [episode_rows[1]] * 4
+    right = [f'{{"answer": "{episode_rows[0]["answer"]}", "confidence": 1.0}}'] * 4
+    result = summarize(score_rows(rows, right + ["", "", "", '{"answer": "wrong", "confidence": 0.0}']))
+    unused = [0.05 * (1 - 1 / r["max_budget"]) for r in episode_rows[:2]]  # one action: the submission
+    first, second = 0.4 + 0.2 + 0.1 + unused[0], 0.2 + unused[1]  # right and sure; empty, or wrong at confidence 0
+    assert result["episodes"] == 2 and result["replies"] == 8
+    assert result["reward"] == mean_ci([first, second])
+    tasks = [r["task"] for r in episode_rows[:2]]
+    assert result["per_task"][tasks[0]]["episodes"] == tasks.count(tasks[0])
+
+
+def test_sampled_replies_are_seeded_and_drawn_per_context(tiny_model, episode_rows):
+    model, tokenizer = load_model(str(tiny_model))
+    contexts = [tokenizer(episode_text(r["question"], r["documents"]))["input_ids"][:32] for r in episode_rows[:3]]
+    drawn = generate(model, tokenizer, contexts, 5, batch_size=2, sampling=Sampling(4, seed=7))
+    assert len(drawn) == 12 and drawn == generate(model, tokenizer, contexts, 5, 2, Sampling(4, seed=7))
+    assert drawn != generate(model, tokenizer, contexts, 5, 2, Sampling(4, seed=8))
+    # A temperature near 0 leaves one reply per context: the greedy one, four times.
+    near_greedy = generate(model, tokenizer, contexts, 5, 2, Sampling(4, temperature=1e-4))
+    assert near_greedy == [reply for reply in generate(model, tokenizer, contexts, 5, 2) for _ in range(4)]
+
+
 def test_command_writes_json_and_charts(tmp_path, episodes_dir, tiny_model):
     out = tmp_path / "eval"
     argv = ["--data", str(episodes_dir), "--split", "test", "--limit", "6", "--out", str(out)]
@@ -84,6 +109,18 @@ def test_command_writes_json_and_charts(tmp_path, episodes_dir, tiny_model):
     assert table["rows"][0]["reward"] == report["agents"]["oracle"]["reward"]["mean"]
     lines = (out / "comparison.md").read_text().splitlines()
     assert lines[2].startswith("| oracle | 1.0") and lines[4].startswith("| tiny | ")
+
+
+def test_command_scores_every_sampled_reply_of_a_model(tmp_path, episodes_dir, tiny_model):
+    out = tmp_path / "eval"
+    argv = ["--data", str(episodes_dir), "--split", "test", "--limit", "3", "--out", str(out), "--agents", "oracle"]
+    sampled = ["--samples", "5", "--seed", "3"]
+    assert main([*argv, "--model", f"tiny={tiny_model}", "--max-new-tokens", "4", *sampled]) == 0
+    report = json.loads((out / "eval.json").read_text())
+    assert report["decoding"] == {"samples": 5, "temperature": 1.0, "seed": 3}
+    assert report["agents"]["tiny"]["episodes"] == 3 and report["agents"]["tiny"]["replies"] == 15
+    assert report["agents"]["oracle"]["replies"] == 3  # a baseline is what it is: one reply
+    assert json.loads((out / "comparison.json").read_text())["decoding"] == report["decoding"]
 
 
 def test_a_model_without_a_pad_token_is_evaluated(tmp_path, episodes_dir, tiny_model):
@@ -155,6 +192,10 @@ def test_command_refuses_what_it_cannot_run(tmp_path, episodes_dir, capsys):
         (["--agents"], "nothing to evaluate"),
         (["--model", f"oracle={tmp_path}"], "repeated: ['oracle']"),
         (["--agents", "empty", "--model", f"a={tmp_path}", "--model", f"a={tmp_path}"], "repeated: ['a']"),
+        (["--samples", "-1"], "--samples must be >= 0 (0: greedy), got -1"),
+        (["--samples", "2", "--temperature", "0"], "--temperature must be > 0, got 0.0"),
+        (["--samples", "2", "--temperature", "nan"], "--temperature must be > 0, got nan"),
+        (["--samples", "2", "--mode", "tools", "--tokenizer", str(tmp_path)], "--samples: one-shot mode only"),
     ):
         with pytest.raises(SystemExit) as refused:
             main(["--data", str(episodes_dir), "--out", str(tmp_path / "out"), *args])
@@ -241,8 +282,8 @@ def test_greedy_cuts_a_reply_at_every_end_token_the_generation_config_lists(tiny
     contexts = [text[:n] for text in texts for n in (8, 48)]
     # Two contexts whose greedy rows end apart: the first row's first token appears nowhere in the second's.
     pairs = ([a, b] for a in contexts for b in contexts if a != b)
-    pair, free = next((p, f) for p in pairs if (f := greedy(model, tokenizer, p, 6))[0][0] not in f[1])
+    pair, free = next((p, f) for p in pairs if (f := generate(model, tokenizer, p, 6))[0][0] not in f[1])
     ender = free[0][0]
     assert ender != tokenizer.eos_token_id
     model.generation_config.eos_token_id = [tokenizer.eos_token_id, ender]
-    assert greedy(model, tokenizer, pair, 6) == [[ender], free[1]]
+    assert generate(model, tokenizer, pair, 6) == [[ender], free[1]]

@@ -16,10 +16,13 @@ def test_curves_and_learning_chart(tmp_path, episode_rows):
         for s in range(1, 21)
     ] + [{"step": 20, "train_runtime": 1.0}]
     paths = write_curves(history, tmp_path)
-    before, after = (evaluate(BASELINES[name], episode_rows[:30]) for name in ("follower", "majority"))
+    follower, majority, empty = (evaluate(BASELINES[n], episode_rows[:30]) for n in ("follower", "majority", "empty"))
+    before, after = {"greedy": follower, "sampled": empty}, {"greedy": majority, "sampled": majority}
     paths.append(write_learning(history, before, after, tmp_path / "learning.png"))
     assert [p.name for p in paths] == ["reward_curve.png", "loss_curve.png", "learning.png"]
     assert all(p.read_bytes().startswith(PNG) for p in paths)
+    sampled = write_learning(history, before, {**after, "sampled": empty}, tmp_path / "other.png")
+    assert sampled.read_bytes() != paths[2].read_bytes(), "the learning chart plots the sampled results too"
     (tmp_path / "other").mkdir()
     doubled = [{**h, "reward": h["reward"] * 2} if "reward" in h else h for h in history]
     other = write_curves(doubled, tmp_path / "other")
