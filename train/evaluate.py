@@ -3,7 +3,8 @@
     python -m train.evaluate --data data/episodes --split validation --limit 1000 \
         --agents oracle majority follower empty --model grpo=models/grpo --out reports/eval
     python -m train.evaluate --data reports/learning/dataset/episodes --demo reports/learning --out reports/eval
-    python -m train.evaluate --demo reports/learning --samples 8 --agents --out reports/eval_sampled
+    python -m train.evaluate --data reports/learning/dataset/episodes --demo reports/learning --agents \
+        --samples 8 --out reports/eval_sampled
     python -m train.evaluate --mode tools --model grpo=models/grpo --max-new-tokens 512 --out reports/eval_tools
 
 One-shot mode scores a model's greedy reply per episode, or with `--samples K` K replies sampled as GRPO samples
