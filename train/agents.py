@@ -92,9 +92,10 @@ def load_model(path: str, base: str | None = None) -> tuple[Any, Any]:
 
 @dataclass(frozen=True)
 class Sampling:
-    """Replies drawn from the policy as GRPO draws them (top-k and top-p off) instead of one greedy reply: what GRPO
-    raises is the mean reward of its samples, and the greedy reply can stay put while that moves. Seeded, so an
-    evaluation on a CPU repeats exactly."""
+    """Replies drawn from the policy as GRPO draws them (TRL's defaults: no top-k, top-p or repetition penalty,
+    whatever the model's generation config says) instead of one greedy reply: what GRPO raises is the mean reward of
+    its samples, and the greedy reply can stay put while that moves. Seeded, so an evaluation on a CPU repeats
+    exactly."""
 
     samples: int
     temperature: float = 1.0
@@ -125,6 +126,7 @@ def generate(
             "temperature": sampling.temperature,
             "top_k": 0,
             "top_p": 1.0,
+            "repetition_penalty": 1.0,
             "num_return_sequences": sampling.samples,
         }
     out: list[list[int]] = []

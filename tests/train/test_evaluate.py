@@ -93,6 +93,10 @@ def test_sampled_replies_are_seeded_and_drawn_per_context(tiny_model, episode_ro
     # A temperature near 0 leaves one reply per context: the greedy one, four times.
     near_greedy = generate(model, tokenizer, contexts, 5, 2, Sampling(4, temperature=1e-4))
     assert near_greedy == [reply for reply in generate(model, tokenizer, contexts, 5, 2) for _ in range(4)]
+    # A model's own sampling settings (Qwen2.5-Instruct ships top-k 20, top-p 0.8, a repetition penalty) do not apply:
+    # GRPO samples without them.
+    model.generation_config.update(top_k=2, top_p=0.5, repetition_penalty=5.0)
+    assert generate(model, tokenizer, contexts, 5, 2, Sampling(4, seed=7)) == drawn
 
 
 def test_command_writes_json_and_charts(tmp_path, episodes_dir, tiny_model):
