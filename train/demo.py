@@ -96,15 +96,14 @@ def warm_targets(rows: list[dict[str, Any]], hedge_share: float) -> list[str]:
     return [submission(r["answer"], [], 0.0) if h else t for r, t, h in zip(rows, oracle(rows), hedged, strict=True)]
 
 
-def sft(base: Path, rows: list[dict[str, Any]], params: DemoParams, out: Path) -> Path:
-    """Supervised warm start on `warm_targets` (the completion only is learned)."""
+def sft(base: Path, rows: list[dict[str, Any]], targets: list[str], params: DemoParams, out: Path) -> Path:
+    """Supervised warm start on each row's target reply (`warm_targets`; the completion only is learned)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
     from train.backend import load_tokenizer
 
-    targets = warm_targets(rows, params.hedge_share)
     examples = [
         {"prompt": oneshot_prompt(r["question"], r["documents"]), "completion": [{"role": "assistant", "content": t}]}
         for r, t in zip(rows, targets, strict=True)
@@ -189,9 +188,10 @@ def run(params: DemoParams, out: Path, train_rows: list[dict[str, Any]], eval_ro
 
     started = time.monotonic()
     tiny = params.tiny()
+    targets = warm_targets(train_rows, params.hedge_share)
     texts = [episode_text(r["question"], r["documents"]) for r in train_rows]
-    base = build_tiny(out / "base", texts + warm_targets(train_rows, params.hedge_share), tiny)
-    warm = sft(base, train_rows, params, out)
+    base = build_tiny(out / "base", texts + targets, tiny)
+    warm = sft(base, train_rows, targets, params, out)
     before = validation(warm, params, eval_rows)
     tuned = grpo(warm, params, out)
     after = validation(tuned, params, eval_rows)
