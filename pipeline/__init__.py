@@ -17,6 +17,6 @@ os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:30000")
 # Pyarrow's default allocator on Linux is mimalloc, which backs its segments with transparent huge pages: the
 # episodes stage spent about 3% of its CPU zeroing 2 MB pages for the arrays it converts and the pages it writes.
 # Pyarrow's own jemalloc (Linux wheels carry it) reuses them: the stage's kernel time 4.5-6.9 s -> 2.5-3.1 s and its
-# wall time 5-9% less, eight runs each in turns, with the same output and a lower peak RSS.
+# wall time 5-10% less, five runs each in turns, with the same output and a lower peak RSS.
 if sys.platform == "linux":
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
