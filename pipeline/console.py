@@ -4,7 +4,7 @@ import logging
 
 # huggingface_hub (hence datasets) logs one INFO line per HTTP request: through httpx before 2.0, httpx2 from it.
 _HTTP_LOGGERS = ("httpx", "httpx2")
-TIMED = "%(asctime)s %(name)s %(levelname)s %(message)s"  # for long-running commands: training and its evaluation
+TIMED = "%(asctime)s %(name)s %(levelname)s %(message)s"  # long-running commands: the server, training, evaluation
 
 
 def log_to_console(fmt: str = "%(message)s") -> None:

@@ -27,6 +27,7 @@ import uvicorn
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipeline.console import TIMED, log_to_console
 from pipeline.problems import Location, one_line
 from reward_api.heap import limit_malloc_arenas
 from reward_api.nodelay import PROTOCOL
@@ -215,7 +216,7 @@ def export(settings: Settings, answers: Path | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_to_console(TIMED)
     try:
         settings = parse_settings(argv)
     except SettingError as exc:

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.atomic import write_text_atomic
-from pipeline.console import log_to_console
+from pipeline.console import TIMED, log_to_console
 from pipeline.schema import TASKS
 from reward_api.agents import AGENTS, Submission, oracle_submission, random_submissions, reader_submissions
 from reward_api.auth import client_headers
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--table", type=Path, help="markdown table (default: --out with .md)")
     args = parser.parse_args(argv)
-    log_to_console("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_to_console(TIMED)
     try:
         metrics = run(args.data, args.url, args.split, args.episodes, args.seed)
     except (StoreError, ServerError) as err:  # a missing or damaged dataset (the message names the file), a refusal

@@ -171,6 +171,7 @@ def test_serves_a_hub_repo_at_a_revision(served_dir, moved_hub, tmp_path):
         output = proc.communicate(timeout=30)[0]
     assert manifest == published, output  # v1's manifest, not main's
     assert "downloading dataset acme/cc at revision v1" in output
+    assert "HTTP Request" not in output, output  # one line per download, not one per request
 
 
 def test_a_serving_app_keeps_the_gc_off_its_start_up_objects(served_dir):
