@@ -1,4 +1,4 @@
-"""The allocators `pipeline/__init__.py` chooses reach the libraries it imports, and a user's choice wins."""
+"""The memory pool `pipeline/__init__.py` chooses for pyarrow is the one the stages use; a user's choice wins."""
 
 from __future__ import annotations
 
