@@ -151,7 +151,13 @@ def model_agent(
 ) -> Agent:
     """One-shot generation from a saved model or LoRA adapter folder: one greedy reply per episode, or
     `sampling.samples` sampled ones, an episode's replies side by side."""
-    model, tokenizer = load_model(path, base)
+    return oneshot_agent(*load_model(path, base), max_new_tokens, batch_size, sampling)
+
+
+def oneshot_agent(
+    model: Any, tokenizer: Any, max_new_tokens: int = 96, batch_size: int = 8, sampling: Sampling | None = None
+) -> Agent:
+    """`model_agent` on a model already loaded (`load_model`): one load serves several decodings."""
 
     def reply(rows: Sequence[dict[str, Any]]) -> list[str]:
         chats = [oneshot_prompt(r["question"], r["documents"]) for r in rows]

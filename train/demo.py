@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pipeline.console import TIMED, log_to_console
 from pipeline.problems import Location, dotted, one_line
-from train.agents import Sampling, model_agent, oracle, submission
+from train.agents import Sampling, load_model, oneshot_agent, oracle, submission
 from train.evaluate import evaluate, read_rows
 from train.prompts import episode_text, oneshot_prompt
 
@@ -171,9 +171,10 @@ def grpo(model: Path, params: DemoParams, out: Path) -> Path:
 def validation(model: Path, params: DemoParams, rows: list[dict[str, Any]]) -> dict[str, dict]:
     """Greedy, and (with eval_samples) over sampled replies: GRPO raises the mean reward of its samples, which can
     move while the greedy reply stays put."""
-    results = {"greedy": evaluate(model_agent(str(model), params.max_completion_length), rows)}
+    loaded = load_model(str(model))
+    results = {"greedy": evaluate(oneshot_agent(*loaded, params.max_completion_length), rows)}
     if params.eval_samples:
-        agent = model_agent(str(model), params.max_completion_length, sampling=Sampling(params.eval_samples))
+        agent = oneshot_agent(*loaded, params.max_completion_length, sampling=Sampling(params.eval_samples))
         results["sampled"] = evaluate(agent, rows, params.eval_samples)
     for decoding, result in results.items():
         logger.info("validation reward (%s): %s", decoding, result["reward"])
