@@ -8,7 +8,9 @@ its slice of each generation batch (`grpo_rows`), so one rank's generation batch
 
 from __future__ import annotations
 
+import atexit
 import gc
+import time
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
@@ -67,12 +69,33 @@ def _rows(stream: IterableDataset) -> Iterator[dict[str, Any]]:
 def head(stream: IterableDataset, n: int) -> list[dict[str, Any]]:
     """The first `n` rows; the stream is closed at once rather than left half-read until interpreter exit,
     where `datasets` may log an ignored error or abort: pyarrow's half-read Parquet scanner sits in a reference
-    cycle, and collected only at shutdown, after Arrow's runtime, it aborts the process (apache/arrow#45214). A
-    program that exits the moment after can still abort (on the default build, 1 to 7 exits in 8; none with 50 ms
-    of work between): the scan's reads are still in flight; callers here always have work left to do."""
+    cycle, and collected only at shutdown, after Arrow's runtime, it aborts the process (apache/arrow#45214).
+    Arrow's threads may still be at work on the next row group after the close; the program's exit waits for
+    them (`_hold_exit`)."""
     rows = iter(stream)
     try:
         return list(islice(rows, n))
     finally:
         rows.close()
         gc.collect()
+        _hold_exit()
+
+
+SETTLE_S = 1.0  # how long, at most, a program's exit waits for Arrow's last work on a stream it closed early
+_closed_at: list[float] = []  # when this process last closed a stream early (empty: never)
+
+
+def _hold_exit() -> None:
+    """Hold the interpreter's exit until SETTLE_S after now. An Arrow thread that finishes decoding a row group
+    drops its column readers, and the last one frees the Python buffer the file's bytes came in, which takes the GIL
+    (gdb: `arrow::py::PyBuffer::~PyBuffer`); Python ends a thread that asks for it while the interpreter finalizes,
+    and inside Arrow's C++ code that aborts the process ("terminate called without an active exception"; 1 of 6 runs
+    of the suite, from a program that exited right after streaming from a Hub). Waiting at exit lets that work end
+    while Python is alive; a read slower than SETTLE_S (a slow Hub) can still abort."""
+    if not _closed_at:
+        atexit.register(_settle)
+    _closed_at[:] = [time.monotonic()]
+
+
+def _settle() -> None:
+    time.sleep(max(0.0, _closed_at[0] + SETTLE_S - time.monotonic()))

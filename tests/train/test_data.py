@@ -17,7 +17,7 @@ from trl.trainer.utils import repeat_iterable_dataset
 
 from pipeline.schema import VISIBLE_COLUMNS
 from tests.hubstandin import hub_standin, publish
-from train.data import grpo_rows, head, stream_episodes
+from train.data import SETTLE_S, grpo_rows, head, stream_episodes
 from train.evaluate import take_rows
 from train.prompts import ONESHOT_SYSTEM_PROMPT, TOOLS_SYSTEM_PROMPT
 
@@ -82,6 +82,33 @@ def test_a_file_is_not_a_dataset(tmp_path):
     path.write_bytes(b"x")
     with pytest.raises(ValueError, match="is a file"):
         stream_episodes(str(path), "train")
+
+
+# The program's last atexit handler (registered first) says how long after the stream's first rows its exit came.
+EXIT_AFTER_HEAD = """
+import atexit, sys, time
+atexit.register(lambda: print(f"{time.monotonic() - read:.3f}"))
+from train.data import head, stream_episodes
+read = time.monotonic()
+if sys.argv[2] == "head":
+    rows = head(stream_episodes(sys.argv[1], "validation"), 5)
+    read = time.monotonic()
+"""
+
+
+def test_a_program_that_exits_right_after_head_waits_for_the_scans_last_work(episodes_dir):
+    """Arrow's threads may still be decoding the next row group of a stream `head` closed, and one that frees its
+    Python buffer as the interpreter finalizes aborts it (`train.data._hold_exit`): the exit waits SETTLE_S after the
+    close; a program that streamed nothing does not wait."""
+
+    def exit_after(mode: str) -> float:
+        code = [sys.executable, "-c", EXIT_AFTER_HEAD, str(episodes_dir), mode]
+        run = subprocess.run(code, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
+        return float(run.stdout)
+
+    assert exit_after("head") >= SETTLE_S * 0.95
+    assert exit_after("nothing") < SETTLE_S / 2
 
 
 def test_streams_a_hub_repo_by_id_and_revision(tmp_path, episodes_dir, episode_rows):
