@@ -22,7 +22,7 @@ os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:30000")
 # pyarrow's wheels carry it (x86-64 Linux); elsewhere pyarrow keeps its default.
 # The variable, not `pa.set_memory_pool` in the stage's processes: that reaches only what pyarrow allocates from
 # Python, the Parquet writer's own buffers still came from mimalloc, and the stage's kernel time was 3.5-4.0 s against
-# 2.9-3.2 (three runs each in turns). So the choice also reaches other programs that import the package before
-# pyarrow (training), where it was not measured.
+# 2.9-3.2 (three runs each in turns). So the choice reaches every program that imports the package before pyarrow;
+# training does so on purpose, where streaming measured faster with it too (`train/__init__.py`).
 if sys.platform == "linux" and platform.machine() == "x86_64":
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
