@@ -26,7 +26,7 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from this checkout
 
-from train.data import grpo_rows, head, stream_episodes  # noqa: E402
+from train.data import close_early, grpo_rows, head, stream_episodes  # noqa: E402
 from train.prompts import episode_text  # noqa: E402
 
 GPU_PROMPTS_PER_S = 2.0  # 1 step/s × (per_device_train_batch_size 4 × gradient_accumulation_steps 4) / 8 generations
@@ -43,7 +43,7 @@ def rate(stream, limit: int, work) -> dict[str, float]:
             work(row)
             count += 1
     finally:
-        rows.close()
+        close_early(rows)
     cpu = time.process_time() - started
     return {"rows": count, "cpu_s": round(cpu, 3), "rows_per_cpu_s": round(count / cpu, 1)}
 

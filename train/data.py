@@ -71,14 +71,20 @@ def head(stream: IterableDataset, n: int) -> list[dict[str, Any]]:
     where `datasets` may log an ignored error or abort: pyarrow's half-read Parquet scanner sits in a reference
     cycle, and collected only at shutdown, after Arrow's runtime, it aborts the process (apache/arrow#45214).
     Arrow's threads may still be at work on the next row group after the close; the program's exit waits for
-    them (`_hold_exit`)."""
+    them (`close_early`)."""
     rows = iter(stream)
     try:
         return list(islice(rows, n))
     finally:
-        rows.close()
-        gc.collect()
-        _hold_exit()
+        close_early(rows)
+
+
+def close_early(rows: Iterator[dict[str, Any]]) -> None:
+    """Close an iterator over a stream stopped before its end, collect its scanner while Arrow's runtime is alive,
+    and hold the program's exit for the scan's last work (`_hold_exit`)."""
+    rows.close()
+    gc.collect()
+    _hold_exit()
 
 
 SETTLE_S = 1.0  # how long, at most, a program's exit waits for Arrow's last work on a stream it closed early
